@@ -1,0 +1,8 @@
+"""Test-wide fixtures."""
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)

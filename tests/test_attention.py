@@ -1,0 +1,117 @@
+"""The attention core against formulas written out here."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from zoo.core import Attention, FusedQKV, SeparateQKV
+
+
+def reference_attention(x, attn: Attention, scale=None, bias=None, num_queries=None):
+    """softmax(q k^T * scale + bias) v, with q/k/v computed from the fused weight by hand."""
+    c, h = x.shape[-1], attn.num_heads
+    w, b = attn.qkv.weight, attn.qkv.bias
+    q, k, v = (x @ w[i * c:(i + 1) * c].T + b[i * c:(i + 1) * c] for i in range(3))
+    if num_queries is not None:
+        q = q[:, :num_queries]
+    split = lambda t: t.reshape(t.shape[0], t.shape[1], h, c // h).transpose(1, 2)  # noqa: E731
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(-1, -2) * (scale if scale is not None else (c // h) ** -0.5)
+    if bias is not None:
+        scores = scores + bias
+    weights = torch.softmax(scores, dim=-1)
+    out = (weights @ v).transpose(1, 2).reshape(x.shape[0], -1, c)
+    return attn.proj(out), weights
+
+
+@pytest.fixture
+def attn():
+    return Attention(32, num_heads=4).eval()
+
+
+def test_sdpa_and_explicit_paths_match_the_formula(attn):
+    x = torch.randn(2, 10, 32)
+    expected, weights = reference_attention(x, attn)
+    out, returned = attn(x, return_attn=True)
+    torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(returned, weights, atol=1e-6, rtol=1e-5)
+
+
+def test_attention_rows_sum_to_one(attn):
+    _, weights = attn(torch.randn(3, 7, 32), return_attn=True)
+    assert weights.shape == (3, 4, 7, 7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 7))
+    assert (weights >= 0).all()
+
+
+def test_configurable_scale_is_used_by_both_paths():
+    attn = Attention(32, num_heads=4, scale=32 ** -0.5).eval()  # CvT's embed_dim ** -0.5
+    x = torch.randn(2, 9, 32)
+    expected, _ = reference_attention(x, attn, scale=32 ** -0.5)
+    torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, return_attn=True)[0], expected, atol=1e-5, rtol=1e-5)
+    default = Attention(32, num_heads=4)
+    assert default.scale == pytest.approx(1 / math.sqrt(8))
+
+
+def test_boolean_mask_blocks_keys_in_both_paths(attn):
+    x = torch.randn(2, 6, 32)
+    mask = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    mask[:, ..., 4:] = False  # the last two keys are padding
+    out, weights = attn(x, mask=mask, return_attn=True)
+    assert torch.all(weights[..., 4:] == 0)
+    torch.testing.assert_close(attn(x, mask=mask), out, atol=1e-5, rtol=1e-5)
+    # masking keys equals dropping them
+    expected, _ = reference_attention(x[:, :4], attn)
+    torch.testing.assert_close(out[:, :4], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_additive_mask_and_position_bias_hook():
+    class ConstantBias(nn.Module):  # a grid-dependent bias, as a relative position table would give
+        def __init__(self, heads):
+            super().__init__()
+            self.heads = heads
+
+        def forward(self, grid):
+            n = grid[0] * grid[1]
+            return torch.arange(self.heads * n * n, dtype=torch.float32).reshape(self.heads, n, n).sin()
+
+    attn = Attention(32, num_heads=4, pos_bias=ConstantBias(4)).eval()
+    x = torch.randn(2, 6, 32)
+    bias = ConstantBias(4)((2, 3))
+    extra = torch.randn(2, 1, 6, 6)
+    expected, _ = reference_attention(x, attn, bias=bias + extra)
+    torch.testing.assert_close(attn(x, grid=(2, 3), mask=extra), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, grid=(2, 3), mask=extra, return_attn=True)[0], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_cross_attention_with_a_query_subset(attn):
+    x = torch.randn(2, 9, 32)
+    out, weights = attn(x, num_queries=1, return_attn=True)
+    assert out.shape == (2, 1, 32) and weights.shape == (2, 4, 1, 9)
+    expected, _ = reference_attention(x, attn, num_queries=1)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, num_queries=1), expected, atol=1e-5, rtol=1e-5)
+    # a query subset gives the same rows as full self-attention
+    torch.testing.assert_close(attn(x)[:, :1], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_separate_projections_equal_fused_ones():
+    fused = Attention(32, num_heads=4).eval()
+    separate = Attention(32, num_heads=4, qkv=SeparateQKV(32)).eval()
+    with torch.no_grad():
+        for i, part in enumerate((separate.qkv.q, separate.qkv.k, separate.qkv.v)):
+            part.weight.copy_(fused.qkv.weight[i * 32:(i + 1) * 32])
+            part.bias.copy_(fused.qkv.bias[i * 32:(i + 1) * 32])
+        separate.proj.load_state_dict(fused.proj.state_dict())
+    x = torch.randn(2, 5, 32)
+    torch.testing.assert_close(separate(x), fused(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(separate(x, num_queries=2), fused(x, num_queries=2), atol=1e-5, rtol=1e-5)
+    assert isinstance(fused.qkv, FusedQKV) and fused.qkv.weight.shape == (96, 32)
+
+
+def test_width_must_split_into_heads():
+    with pytest.raises(ValueError, match='not divisible by num_heads=5'):
+        Attention(32, num_heads=5)

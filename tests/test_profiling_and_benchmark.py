@@ -1,0 +1,44 @@
+"""Measurement helpers against hand-computed figures, and the benchmark tool end to end."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from zoo.profiling import count_macs, peak_memory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+
+
+def test_macs_of_a_linear_layer_and_of_attention():
+    assert count_macs(torch.nn.Linear(64, 32), torch.randn(5, 64)) == 5 * 64 * 32
+    from zoo.core import Attention
+    n, c = 10, 32
+    attn = Attention(c, num_heads=4)
+    # qkv + proj projections, plus q k^T and attn v (2 n^2 c)
+    assert count_macs(attn, torch.randn(1, n, c)) == n * c * 3 * c + n * c * c + 2 * n * n * c
+
+
+def test_peak_memory_follows_live_tensors():
+    mib = 2 ** 20
+    with peak_memory('cpu') as mem:
+        a = torch.ones(mib // 4)       # 1 MiB live
+        b = a * 2                      # 2 MiB live
+        del a                          # 1 MiB live
+        c = torch.ones(mib // 4) + b   # b, the ones and their sum: 3 MiB live
+        del b, c
+    assert mem['peak_mib'] == pytest.approx(3.0)
+
+
+def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
+    pytest.importorskip('timm')
+    import benchmark
+    out = tmp_path / 'bench.md'
+    rows = benchmark.main(['--models', 'deit_tiny_patch16_224', '--batch', '1', '--size', '224', '--dtypes', 'fp32',
+                           'bf16', '--warmup', '0', '--iters', '1', '--out', str(out)])
+    assert [r['dtype'] for r in rows] == ['fp32', 'bf16']
+    for row in rows:
+        assert row['ours_img_s'] > 0 and row['ref_img_s'] > 0 and row['ratio'] > 0
+        assert row['GMACs'] == pytest.approx(1.26, rel=0.02)
+        assert row['ours_peak_MiB'] > 0
+    assert 'deit_tiny_patch16_224' in out.read_text()

@@ -1,0 +1,207 @@
+"""Vision Transformer (Dosovitskiy et al. 2021): patch tokens, prefix tokens, learned positions, blocks.
+
+Keys follow timm's layout except the prefix tokens (``prefix.cls``/``dist``/``registers``) and the
+position table (``pos_embed.weight``); :mod:`zoo.weights` converts timm checkpoints.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from einops import rearrange
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed
+from ..registry import HALF_MEAN, HALF_STD, register_variant
+
+
+def _pair(size) -> tuple[int, int]:
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def default_taps(depth: int) -> tuple[int, ...]:
+    """Four evenly spaced block indices: (2, 5, 8, 11) for 12 blocks, (5, 11, 17, 23) for 24."""
+    step = max(depth // 4, 1)
+    return tuple(min(step * (i + 1), depth) - 1 for i in range(4))
+
+
+class ViTEncoder(nn.Module):
+    """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`.
+
+    pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
+    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``).
+    """
+    family = 'vit'
+    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
+    classifier_only = ('norm.', 'fc_norm.', 'head.', 'head_dist.')
+
+    def __init__(self, img_size=224, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, depth: int = 12,
+                 num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
+                 dist_token: bool = False, reg_tokens: int = 0, pos_embed: str = 'learned',
+                 pos_embed_prefix: bool = True, pos_interp: str = 'bicubic', pos_antialias: bool = True,
+                 init_values: float | None = None, post_norm: bool = False, norm_eps: float = 1e-6,
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
+                 grad_checkpointing: bool = False):
+        super().__init__()
+        img_size = _pair(img_size)
+        self.embed_dim, self.patch_size, self.depth = embed_dim, patch_size, depth
+        self.grad_checkpointing = grad_checkpointing
+        norm_layer = partial(nn.LayerNorm, eps=norm_eps)
+        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim)
+        self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
+        grid = (img_size[0] // patch_size, img_size[1] // patch_size)
+        if pos_embed == 'learned':
+            self.pos_embed = LearnedPosEmbed(grid, embed_dim, len(self.prefix) if pos_embed_prefix else 0,
+                                             mode=pos_interp, antialias=pos_antialias)
+        elif pos_embed == 'sincos':
+            self.pos_embed = SinCosPosEmbed(embed_dim)
+        elif pos_embed == 'none':
+            self.pos_embed = None
+        else:
+            raise ValueError(f"pos_embed must be 'learned', 'sincos' or 'none', got {pos_embed!r}")
+        self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
+        rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
+        self.blocks = nn.ModuleList(
+            Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
+                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm)
+            for rate in rates)
+        self.apply(_init_linear)
+
+    @property
+    def num_prefix_tokens(self) -> int:
+        return len(self.prefix)
+
+    @property
+    def prefix_names(self) -> list[str]:
+        return self.prefix.names
+
+    def embed(self, x: torch.Tensor):
+        """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
+        x, grid = self.patch_embed(x)
+        if self.pos_embed is None:
+            x = self.prefix(x)
+        elif self.pos_embed.num_prefix:
+            x = self.prefix(x) + self.pos_embed(grid)
+        else:
+            x = self.prefix(x + self.pos_embed(grid))
+        return self.pos_drop(x), grid
+
+    def run_blocks(self, x: torch.Tensor, grid, taps=(), stop: int | None = None):
+        """Blocks 0..stop-1 on tokens 'b n d'; returns the last tokens and those after each tap index."""
+        tapped = []
+        for i, block in enumerate(self.blocks[:stop]):
+            if self.grad_checkpointing and self.training and torch.is_grad_enabled():
+                x = checkpoint(block, x, grid, use_reentrant=False)
+            else:
+                x = block(x, grid)
+            if i in taps:
+                tapped.append(x)
+        return x, tapped
+
+    def attention_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Softmax weights 'b heads n n' of every block, from the explicit attention path."""
+        x, grid = self.embed(x)
+        maps = []
+        for block in self.blocks:
+            x, attn = block(x, grid, return_attn=True)
+            maps.append(attn)
+        return maps
+
+
+def _init_linear(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        nn.init.trunc_normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+class ViTClassifier(ViTEncoder):
+    """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens) and head.
+
+    As in timm, 'avg' pooling normalises after pooling (``fc_norm``) instead of before (``norm``).
+    """
+
+    def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        if global_pool not in ('token', 'avg'):
+            raise ValueError(f"global_pool must be 'token' or 'avg', got {global_pool!r}")
+        if global_pool == 'token' and not self.num_prefix_tokens:
+            raise ValueError("global_pool='token' needs a prefix token; use class_token=True or global_pool='avg'")
+        self.global_pool, self.num_classes = global_pool, num_classes
+        norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
+        self.norm = norm(self.embed_dim) if global_pool == 'token' else nn.Identity()
+        self.fc_norm = norm(self.embed_dim) if global_pool == 'avg' else nn.Identity()
+        self.head_drop = nn.Dropout(head_drop) if head_drop else nn.Identity()
+        self.head = self._new_head()
+
+    def _new_head(self) -> nn.Module:
+        head = nn.Linear(self.embed_dim, self.num_classes) if self.num_classes else nn.Identity()
+        _init_linear(head)
+        return head
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """'b c H W -> b (p + h w) d' after the final norm."""
+        x, grid = self.embed(x)
+        return self.norm(self.run_blocks(x, grid)[0])
+
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """'b n d -> b d'."""
+        return x[:, 0] if self.global_pool == 'token' else x[:, self.num_prefix_tokens:].mean(dim=1)
+
+    def forward_head(self, x: torch.Tensor, pre_logits: bool = False):
+        x = self.head_drop(self.fc_norm(self.pool(x)))
+        return x if pre_logits else self.head(x)
+
+    def forward(self, x: torch.Tensor):
+        return self.forward_head(self.forward_features(x))
+
+
+class ViTBackbone(ViTEncoder):
+    """ViT as a dense backbone: NCHW maps of the tokens after the blocks in ``out_indices``.
+
+    Taps are taken before the final norm (as DPT and ViTDet do) and the blocks after the last tap are not
+    built. ``forward_with_prefix`` also returns each tap's prefix tokens 'b p d' for a DPT readout.
+    """
+
+    def __init__(self, out_indices=None, **kwargs):
+        super().__init__(**kwargs)
+        taps = default_taps(self.depth) if out_indices is None else tuple(out_indices)
+        taps = tuple(i + self.depth if i < 0 else i for i in taps)
+        if not taps or any(not 0 <= i < self.depth for i in taps) or list(taps) != sorted(set(taps)):
+            raise ValueError(f"out_indices must be distinct increasing block indices in [0, {self.depth}), "
+                             f"got {out_indices}")
+        self.out_indices = taps
+        del self.blocks[taps[-1] + 1:]
+        self.out_channels = [self.embed_dim] * len(taps)
+        self.out_strides = [self.patch_size] * len(taps)
+
+    def forward_with_prefix(self, x: torch.Tensor):
+        """Lists of maps 'b d h w' and prefix tokens 'b p d', one per tap."""
+        x, grid = self.embed(x)
+        _, tapped = self.run_blocks(x, grid, taps=self.out_indices)
+        p = self.num_prefix_tokens
+        maps = [rearrange(t[:, p:], 'b (h w) d -> b d h w', h=grid[0]) for t in tapped]
+        return maps, [t[:, :p] for t in tapped]
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        return self.forward_with_prefix(x)[0]
+
+
+VIT = {'backbone': ViTBackbone, 'classifier': ViTClassifier}
+VIT_SIZES = {
+    'tiny': dict(embed_dim=192, depth=12, num_heads=3),
+    'small': dict(embed_dim=384, depth=12, num_heads=6),
+    'base': dict(embed_dim=768, depth=12, num_heads=12),
+    'large': dict(embed_dim=1024, depth=24, num_heads=16),
+}
+# (size, patch, input resolution) of timm's original ViT names
+_TIMM_VITS = [(s, 16, r) for s in VIT_SIZES for r in (224, 384)] + \
+             [(s, 32, r) for s in ('small', 'base', 'large') for r in (224, 384)] + \
+             [(s, 8, 224) for s in ('small', 'base')]
+for _size, _patch, _res in _TIMM_VITS:
+    register_variant(f'vit_{_size}_patch{_patch}_{_res}', VIT, mean=HALF_MEAN, std=HALF_STD, input_size=_res,
+                     patch_size=_patch, **VIT_SIZES[_size])
+register_variant('vit_base_patch16_reg4_gap_256', VIT, mean=HALF_MEAN, std=HALF_STD, input_size=256, patch_size=16,
+                 class_token=False, reg_tokens=4, pos_embed_prefix=False, head=dict(global_pool='avg'),
+                 **VIT_SIZES['base'])

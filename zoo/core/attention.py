@@ -1,0 +1,77 @@
+"""Multi-head attention: the one token mixer every backbone is composed from.
+
+Backbones differ only in the parts they plug in:
+- ``qkv``: the projection giving q, k, v from the tokens (:mod:`zoo.core.qkv`): one fused Linear
+  (ViT/DeiT), separate Linears (CrossViT, HF layouts), or a conv projection (CvT);
+- ``scale``: the softmax scale, ``head_dim ** -0.5`` unless given (CvT uses ``dim ** -0.5``);
+- ``pos_bias``: an optional module mapping the token grid to an additive (heads, n_q, n_k) bias
+  (relative position bias, resized to the grid of the input);
+- ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from .qkv import FusedQKV
+
+Grid = tuple[int, int]
+
+
+class Attention(nn.Module):
+    """Multi-head scaled dot-product attention with an SDPA path and an explicit path.
+
+    ``forward(x, grid=None, mask=None, num_queries=None, return_attn=False)``:
+      x     'b n c' tokens;
+      grid  (h, w) of the spatial tokens, for projections and biases that need it;
+      mask  bool (True = may attend) or additive float, broadcastable to 'b heads m n';
+      num_queries  m: only x[:, :m] are queries (cross-attention with a query subset);
+      return_attn  use the explicit path and also return the softmax weights 'b heads m n'.
+    """
+
+    def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
+                 scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
+                 pos_bias: nn.Module | None = None, out_dim: int | None = None):
+        super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"attention width {dim} is not divisible by num_heads={num_heads}")
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5 if scale is None else scale
+        self.qkv = FusedQKV(dim, bias=qkv_bias) if qkv is None else qkv
+        self.pos_bias = pos_bias
+        self.attn_drop = attn_drop
+        self.proj = nn.Linear(dim, out_dim or dim)
+        self.proj_drop = nn.Dropout(proj_drop) if proj_drop else nn.Identity()
+
+    def forward(self, x: torch.Tensor, grid: Grid | None = None, mask: torch.Tensor | None = None,
+                num_queries: int | None = None, return_attn: bool = False):
+        q, k, v = self.qkv(x, grid=grid, num_queries=num_queries)
+        # 'b n (h d) -> b h n d' for each of q (m queries), k, v (n keys)
+        q, k, v = (rearrange(t, 'b n (h d) -> b h n d', h=self.num_heads) for t in (q, k, v))
+        bias = self._bias(mask, grid, q.dtype)
+        drop = self.attn_drop if self.training else 0.0
+        if return_attn:
+            scores = (q * self.scale) @ k.transpose(-2, -1)  # b h m n
+            if bias is not None:
+                scores = scores.masked_fill(~bias, float('-inf')) if bias.dtype == torch.bool else scores + bias
+            attn = scores.softmax(dim=-1)
+            out = F.dropout(attn, drop, self.training) @ v
+        else:
+            attn = None
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop, scale=self.scale)
+        out = self.proj_drop(self.proj(rearrange(out, 'b h m d -> b m (h d)')))
+        return (out, attn) if return_attn else out
+
+    def _bias(self, mask, grid, dtype):
+        """The mask and the position bias merged into one attention bias (or None)."""
+        if self.pos_bias is None:
+            return mask
+        bias = self.pos_bias(grid).to(dtype)  # h m n
+        if mask is None:
+            return bias
+        if mask.dtype == torch.bool:
+            return bias.masked_fill(~mask, float('-inf'))
+        return bias + mask

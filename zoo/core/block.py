@@ -1,0 +1,50 @@
+"""The transformer block shared by every token backbone."""
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from torch import nn
+
+from .attention import Attention
+from .layers import DropPath, LayerScale, Mlp
+
+LayerNorm6 = partial(nn.LayerNorm, eps=1e-6)
+
+
+class Block(nn.Module):
+    """Attention and MLP residual branches with DropPath and optional LayerScale.
+
+    pre-LN (default):  x = x + attn(norm1(x));  x = x + mlp(norm2(x))
+    post-LN:           x = norm1(x + attn(x));  x = norm2(x + mlp(x))
+    ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias).
+    """
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
+                 attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
+                 attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
+                 post_norm: bool = False):
+        super().__init__()
+        self.post_norm = post_norm
+        self.norm1 = norm_layer(dim)
+        self.attn = attn if attn is not None else Attention(
+            dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop)
+        self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
+        self.drop_path1 = DropPath(drop_path) if drop_path else nn.Identity()
+        self.norm2 = norm_layer(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
+        self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
+
+    def forward(self, x: torch.Tensor, grid=None, mask=None, return_attn: bool = False):
+        """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``)."""
+        y = x if self.post_norm else self.norm1(x)
+        y = self.attn(y, grid=grid, mask=mask, return_attn=return_attn)
+        y, attn = y if return_attn else (y, None)
+        x = x + self.drop_path1(self.ls1(y))
+        if self.post_norm:
+            x = self.norm1(x)
+            x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
+        else:
+            x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+        return (x, attn) if return_attn else x

@@ -1,0 +1,101 @@
+"""Positional encodings: learned (resampled to any grid), fixed 2-D sin-cos, or none."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+Grid = tuple[int, int]
+
+
+def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num_prefix: int = 0,
+                        mode: str = 'bicubic', antialias: bool = True) -> torch.Tensor:
+    """Resample '1 (p + h w) d' position embeddings from ``old_grid`` (h, w) to ``new_grid``.
+
+    The first ``num_prefix`` rows (CLS, distillation, ... tokens) are kept as they are; the grid part is
+    interpolated in float32 with ``mode`` ('bicubic' as timm/mmseg/detectron2, 'bilinear' as DPT/HF) and
+    cast back to the input dtype. The old grid is explicit: non-square grids are never guessed.
+    """
+    old_grid, new_grid = tuple(old_grid), tuple(new_grid)
+    n = embed.shape[1] - num_prefix
+    if n != old_grid[0] * old_grid[1]:
+        raise ValueError(f"position embedding has {n} grid rows, which is not the old grid "
+                         f"{old_grid[0]}x{old_grid[1]} (with {num_prefix} prefix rows)")
+    if old_grid == new_grid:
+        return embed
+    prefix, grid_part = embed[:, :num_prefix], embed[:, num_prefix:]
+    grid_part = rearrange(grid_part.float(), '1 (h w) d -> 1 d h w', h=old_grid[0])
+    antialias = antialias and mode in ('bilinear', 'bicubic')
+    grid_part = F.interpolate(grid_part, size=new_grid, mode=mode, antialias=antialias,
+                              align_corners=False if mode in ('bilinear', 'bicubic') else None)
+    grid_part = rearrange(grid_part, '1 d h w -> 1 (h w) d').to(embed.dtype)
+    return torch.cat([prefix, grid_part], dim=1)
+
+
+def square_grid(num_tokens: int) -> Grid:
+    """The grid of a checkpoint that stores no grid: square, or an error asking for it."""
+    side = math.isqrt(num_tokens)
+    if side * side != num_tokens:
+        raise ValueError(f"cannot infer the grid of a position embedding with {num_tokens} grid rows "
+                         f"(not a square); pass the checkpoint's grid explicitly")
+    return side, side
+
+
+class LearnedPosEmbed(nn.Module):
+    """Learned absolute position embedding ``weight`` '1 (p + h w) d' for a build grid (h, w).
+
+    ``num_prefix`` rows belong to prefix tokens (0 when the prefix tokens get no position, as in
+    DeiT-3 / register models). ``forward(grid)`` returns the embedding resampled to ``grid``.
+    """
+
+    def __init__(self, grid: Grid, dim: int, num_prefix: int = 0, mode: str = 'bicubic', antialias: bool = True):
+        super().__init__()
+        self.grid = tuple(grid)
+        self.num_prefix = num_prefix
+        self.mode = mode
+        self.antialias = antialias
+        self.weight = nn.Parameter(torch.empty(1, num_prefix + self.grid[0] * self.grid[1], dim))
+        nn.init.trunc_normal_(self.weight, std=0.02)
+
+    def forward(self, grid: Grid) -> torch.Tensor:
+        if tuple(grid) == self.grid:
+            return self.weight
+        return resample_grid_embed(self.weight, grid, self.grid, self.num_prefix, self.mode, self.antialias)
+
+    def resample_checkpoint(self, weight: torch.Tensor, old_grid: Grid | None = None) -> torch.Tensor:
+        """A checkpoint's embedding (its own grid, same prefix rows) resampled to this module's grid."""
+        old_grid = old_grid or square_grid(weight.shape[1] - self.num_prefix)
+        return resample_grid_embed(weight, self.grid, old_grid, self.num_prefix, self.mode, self.antialias)
+
+    def extra_repr(self) -> str:
+        return f"grid={self.grid}, num_prefix={self.num_prefix}, mode={self.mode!r}"
+
+
+def sincos_2d(grid: Grid, dim: int, temperature: float = 10000.0) -> torch.Tensor:
+    """Fixed 2-D sin-cos embedding '1 (h w) d': quarters [sin x*w_k, cos x*w_k, sin y*w_k, cos y*w_k],
+    w_k = temperature ** (-k / (d/4)), with x the column and y the row of each token."""
+    if dim % 4:
+        raise ValueError(f"2-D sin-cos position embedding needs a width divisible by 4, got {dim}")
+    h, w = grid
+    ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                            indexing='ij')
+    omega = 1.0 / temperature ** (torch.arange(dim // 4, dtype=torch.float32) / (dim // 4))
+    out_x = xs.reshape(-1, 1) * omega
+    out_y = ys.reshape(-1, 1) * omega
+    return torch.cat([out_x.sin(), out_x.cos(), out_y.sin(), out_y.cos()], dim=1)[None]
+
+
+class SinCosPosEmbed(nn.Module):
+    """Fixed 2-D sin-cos embedding computed for the grid of each input (no parameters, any size)."""
+
+    def __init__(self, dim: int, temperature: float = 10000.0):
+        super().__init__()
+        self.dim = dim
+        self.temperature = temperature
+        self.num_prefix = 0
+
+    def forward(self, grid: Grid) -> torch.Tensor:
+        return sincos_2d(grid, self.dim, self.temperature)

@@ -1,0 +1,84 @@
+"""Named model variants: which class builds them, with what arguments and preprocessing."""
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import inspect
+from dataclasses import dataclass, field
+
+from torch import nn
+
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+HALF_MEAN, HALF_STD = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A registered model name: its classes ('backbone', 'classifier'), default arguments and input cfg."""
+    name: str
+    classes: dict[str, type[nn.Module]]
+    kwargs: dict = field(default_factory=dict)
+    head_kwargs: dict = field(default_factory=dict)
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    input_size: tuple[int, int] = (224, 224)
+
+    def build(self, kind: str, **overrides) -> nn.Module:
+        cls = self.classes[kind]
+        kwargs = {**self.kwargs, **(self.head_kwargs if kind == 'classifier' else {}), **overrides}
+        accepted = accepted_options(cls)
+        unknown = sorted(set(kwargs) - accepted)
+        if unknown:
+            raise TypeError(f"{self.name} ({cls.__name__}) does not accept {unknown}; "
+                            f"accepted options: {sorted(accepted)}")
+        model = cls(**kwargs)
+        model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std,
+                                'input_size': self.input_size}
+        return model
+
+
+def accepted_options(cls: type) -> set[str]:
+    """Keyword arguments a model class takes, through ``**kwargs`` forwarding to its bases."""
+    names = set()
+    for klass in cls.__mro__:
+        if klass is nn.Module or '__init__' not in vars(klass):
+            continue
+        params = inspect.signature(klass.__init__).parameters.values()
+        names |= {p.name for p in params if p.name != 'self' and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names
+
+
+_VARIANTS: dict[str, Variant] = {}
+
+
+def register_variant(name: str, classes: dict[str, type[nn.Module]], *, mean=IMAGENET_MEAN, std=IMAGENET_STD,
+                     input_size: int | tuple[int, int] = 224, head: dict | None = None, **kwargs) -> None:
+    """Register ``name``: ``kwargs`` go to every class, ``head`` only to the classifier."""
+    if name in _VARIANTS:
+        raise ValueError(f"model name {name!r} is registered twice")
+    size = (input_size, input_size) if isinstance(input_size, int) else tuple(input_size)
+    _VARIANTS[name] = Variant(name, classes, {'img_size': size, **kwargs}, dict(head or {}), tuple(mean), tuple(std), size)
+
+
+class UnknownModelError(KeyError):
+    """A model name that is not registered; the message lists close matches and the known names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+def get_variant(name: str) -> Variant:
+    if name in _VARIANTS:
+        return _VARIANTS[name]
+    close = difflib.get_close_matches(name, list(_VARIANTS), n=5, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise UnknownModelError(f"unknown backbone {name!r}. {hint}Known backbones "
+                            f"(zoo.list_backbones()): {', '.join(sorted(_VARIANTS))}")
+
+
+def list_backbones(pattern: str | None = None) -> list[str]:
+    """Registered names, sorted, optionally filtered by a shell-style ``pattern`` (e.g. 'deit_*')."""
+    names = sorted(_VARIANTS)
+    return [n for n in names if fnmatch.fnmatch(n, pattern)] if pattern else names

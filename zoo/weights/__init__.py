@@ -1,0 +1,6 @@
+"""Loading and converting checkpoints from other layouts (timm; HF, official and mmseg come with their issues)."""
+from .io import CheckpointError, UnsafeCheckpointError, read_state_dict
+from .load import CheckpointMismatchError, LoadReport, load_pretrained
+
+__all__ = ['CheckpointError', 'CheckpointMismatchError', 'LoadReport', 'UnsafeCheckpointError', 'load_pretrained',
+           'read_state_dict']

@@ -1,0 +1,85 @@
+"""``load_pretrained``: any supported checkpoint into a zoo model, adapted to its sizes, or a clear error."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from torch import nn
+
+from ..core import LearnedPosEmbed
+from .formats import to_zoo_layout
+from .io import CheckpointError, read_state_dict
+
+log = logging.getLogger(__name__)
+HEAD_KEYS = ('head.', 'head_dist.')
+
+
+class CheckpointMismatchError(CheckpointError):
+    """The checkpoint's keys or shapes do not fit the model (the message lists them)."""
+
+
+@dataclass
+class LoadReport:
+    format: str
+    dropped: list[str] = field(default_factory=list)        # classifier parts the model does not have
+    resized: list[str] = field(default_factory=list)        # position tables resampled to the model's grid
+    reinitialized: list[str] = field(default_factory=list)  # heads of another class count, left at init
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+
+
+def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list[str]:
+    resized = []
+    for name, module in model.named_modules():
+        key = f'{name}.weight' if name else 'weight'
+        if isinstance(module, LearnedPosEmbed) and key in state and state[key].shape != target[key].shape:
+            try:
+                state[key] = module.resample_checkpoint(state[key])
+            except ValueError as err:
+                raise CheckpointMismatchError(f"{key}: checkpoint shape {tuple(state[key].shape)} cannot be "
+                                              f"resized to {tuple(target[key].shape)}: {err}") from err
+            resized.append(key)
+    return resized
+
+
+def _listing(title: str, items: list[str], limit: int = 12) -> str:
+    more = f" ... and {len(items) - limit} more" if len(items) > limit else ""
+    return f"\n  {title} ({len(items)}): " + ", ".join(items[:limit]) + more
+
+
+def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: bool = True) -> LoadReport:
+    """Load ``source`` (path, HF folder or state dict in zoo/timm layout) into ``model``.
+
+    Converts keys, resamples position tables to the model's grid, drops classifier-only keys a backbone
+    lacks and re-initialises heads whose class count differs. Anything else that does not fit raises
+    :class:`CheckpointMismatchError` naming the keys (``strict=False`` loads what fits and reports the rest).
+    """
+    state = read_state_dict(source)
+    state, fmt = to_zoo_layout(state, model, format)
+    target = model.state_dict()
+    report = LoadReport(fmt)
+    classifier_only = getattr(model, 'classifier_only', ())
+    report.dropped = [k for k in state if k not in target and k.startswith(classifier_only)]
+    report.reinitialized = [k for k in state if k in target and k.startswith(HEAD_KEYS)
+                            and state[k].shape != target[k].shape]
+    for key in report.dropped + report.reinitialized:
+        del state[key]
+    report.resized = _resize_position_tables(model, state, target)
+    report.missing = [k for k in target if k not in state and k not in report.reinitialized]
+    report.unexpected = [k for k in state if k not in target]
+    mismatched = [f"{k} {tuple(v.shape)} vs model {tuple(target[k].shape)}" for k, v in state.items()
+                  if k in target and v.shape != target[k].shape]
+    problems = (_listing('missing in checkpoint', report.missing) if report.missing else '') + \
+               (_listing('not in model', report.unexpected) if report.unexpected else '') + \
+               (_listing('shape mismatch', mismatched) if mismatched else '')
+    name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
+    if problems and (strict or mismatched):
+        raise CheckpointMismatchError(f"checkpoint {name} ({fmt} layout) does not fit "
+                                      f"{type(model).__name__}:{problems}")
+    if problems:
+        log.warning("partial load of %s:%s", name, problems)
+    model.load_state_dict({k: v for k, v in state.items() if k in target}, strict=False)
+    if report.dropped or report.reinitialized or report.resized:
+        log.info("loaded %s (%s layout): dropped %s, re-initialised %s, resized %s", name, fmt,
+                 report.dropped, report.reinitialized, report.resized)
+    return report
