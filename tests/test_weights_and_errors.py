@@ -102,6 +102,7 @@ class _RunsCode:
         return (open, (self.marker, 'w'))
 
 
+@pytest.mark.filterwarnings('ignore:Detected pickle protocol')
 def test_pickle_that_would_run_code_is_refused(tmp_path):
     marker = tmp_path / 'code_ran'
     path = tmp_path / 'evil.pth'
