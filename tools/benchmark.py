@@ -3,9 +3,9 @@
     python tools/benchmark.py                                   # ViT-B/16 and DeiT-S, batch 8, 224, fp32 + bf16
     python tools/benchmark.py --models vit_small_patch16_224 --batch 4 --dtypes fp32 --out results/bench.md
 
-Both models carry the same weights (ours loads the reference's state dict). Runs are interleaved (one
-pass of ours, one of the reference, repeated) so that drift on a busy machine hits both alike; the ratio
-is reference time / our time (> 1: ours is faster).
+Both models carry the same weights (ours loads the reference's state dict). Runs are interleaved (ours, reference,
+reference, ours, ...) so that drift on a busy machine and the order hit both alike; the ratio
+is the median over rounds of reference time / our time in that round (> 1: ours is faster).
 """
 from __future__ import annotations
 
@@ -32,11 +32,21 @@ def reference_model(name: str):
     return timm.create_model(name, pretrained=False) if name in timm.list_models() else None
 
 
-def interleaved_times(models: list, x: torch.Tensor, amp_dtype, warmup: int, iters: int) -> list[float]:
+def interleaved_times(models: list, x: torch.Tensor, amp_dtype, warmup: int, iters: int) -> list[list[float]]:
+    """Seconds per forward of each model in each round; the order alternates between rounds (AB BA ...)
+    so that neither model always runs first after the other."""
     for model in models:
         time_forward(model, x, amp_dtype=amp_dtype, warmup=warmup, iters=1)
-    rounds = [[time_forward(m, x, amp_dtype=amp_dtype, warmup=0, iters=1) for m in models] for _ in range(iters)]
-    return [sorted(r[i] for r in rounds)[iters // 2] for i in range(len(models))]
+    times = [[] for _ in models]
+    for r in range(iters):
+        order = range(len(models)) if r % 2 == 0 else reversed(range(len(models)))
+        for i in order:
+            times[i].append(time_forward(models[i], x, amp_dtype=amp_dtype, warmup=0, iters=1))
+    return times
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def measure_peak(model, x, amp_dtype) -> float:
@@ -59,9 +69,11 @@ def benchmark(name: str, batch: int, size: int, dtypes: list[str], device: str, 
         models = [ours] + ([ref] if ref is not None else [])
         times = interleaved_times(models, x, DTYPES[dtype], warmup, iters)
         row = {'model': name, 'dtype': dtype, 'batch': batch, 'size': size, 'params_M': count_params(ours) / 1e6,
-               'GMACs': gmacs, 'ours_img_s': batch / times[0], 'ours_peak_MiB': measure_peak(ours, x, DTYPES[dtype])}
-        if ref is not None:
-            row.update(ref_img_s=batch / times[1], ratio=times[1] / times[0],
+               'GMACs': gmacs, 'ours_img_s': batch / median(times[0]),
+               'ours_peak_MiB': measure_peak(ours, x, DTYPES[dtype])}
+        if ref is not None:  # ratio: median over rounds of the paired ratio, so that slow spells cancel
+            row.update(ref_img_s=batch / median(times[1]),
+                       ratio=median([r / o for o, r in zip(times[0], times[1])]),
                        ref_peak_MiB=measure_peak(ref, x, DTYPES[dtype]))
         rows.append(row)
         print(format_row(row), flush=True)

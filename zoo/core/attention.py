@@ -62,7 +62,8 @@ class Attention(nn.Module):
         else:
             attn = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop, scale=self.scale)
-        out = self.proj_drop(self.proj(rearrange(out, 'b h m d -> b m (h d)')))
+        out = rearrange(out, 'b h m d -> b m (h d)')
+        out = self.proj_drop(self.proj(out))
         return (out, attn) if return_attn else out
 
     def _bias(self, mask, grid, dtype):

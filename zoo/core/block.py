@@ -38,13 +38,16 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, grid=None, mask=None, return_attn: bool = False):
         """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``)."""
-        y = x if self.post_norm else self.norm1(x)
-        y = self.attn(y, grid=grid, mask=mask, return_attn=return_attn)
-        y, attn = y if return_attn else (y, None)
-        x = x + self.drop_path1(self.ls1(y))
+        x, attn = self._attention_residual(x, grid, mask, return_attn)
         if self.post_norm:
-            x = self.norm1(x)
             x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
         else:
             x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
         return (x, attn) if return_attn else x
+
+    def _attention_residual(self, x, grid, mask, return_attn):
+        # A function of its own so that the branch output is freed before the MLP runs.
+        out = self.attn(x if self.post_norm else self.norm1(x), grid=grid, mask=mask, return_attn=return_attn)
+        out, attn = out if return_attn else (out, None)
+        x = x + self.drop_path1(self.ls1(out))
+        return (self.norm1(x) if self.post_norm else x), attn

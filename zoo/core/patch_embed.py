@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import torch
-from einops import rearrange
 from torch import nn
 
 
@@ -41,4 +40,4 @@ class PatchEmbed(nn.Module):
         self.check_input(x)
         x = self.proj(x)
         grid = (x.shape[-2], x.shape[-1])
-        return self.norm(rearrange(x, 'b d h w -> b (h w) d')), grid
+        return self.norm(x.flatten(2).transpose(1, 2)), grid  # 'b d h w -> b (h w) d' as a view, no copy
