@@ -1,5 +1,12 @@
-"""heads: what predicts — DPT necks, segmentation and depth heads, losses, task models, data, metrics and
-the mmengine glue. Depends on :mod:`zoo`; nothing in :mod:`zoo` depends on it.
+"""heads: what predicts — DPT necks, segmentation and depth heads, losses, task models and mmengine glue.
 
-The DPT necks and heads, task models and training path arrive with their issues (see README's roadmap).
+Depends on :mod:`zoo`; nothing in :mod:`zoo` depends on it. Importing it registers every part in this
+project's mmengine registries (:mod:`heads.registry`).
 """
+from . import backbone, decode_heads, losses, necks  # noqa: F401  (registration)
+from .hf_dpt import from_pretrained_hf
+from .models import DensePreprocessor, DepthEstimator, Segmentor
+from .registry import DATASETS, HOOKS, METRICS, MODELS, TRANSFORMS
+
+__all__ = ['DATASETS', 'DensePreprocessor', 'DepthEstimator', 'HOOKS', 'METRICS', 'MODELS', 'Segmentor',
+           'TRANSFORMS', 'from_pretrained_hf']

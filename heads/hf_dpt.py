@@ -1,0 +1,114 @@
+"""Hugging Face transformers DPT checkpoints (ViT backbone) as this project's Segmentor / DepthEstimator.
+
+``from_pretrained_hf(folder)`` reads ``config.json`` and ``model.safetensors`` (or ``pytorch_model.bin``) as
+written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``, builds our model from
+that config and loads the converted weights. The conversion is exact: HF's separate query/key/value
+Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import torch
+
+from zoo.weights import CheckpointError, load_pretrained, read_state_dict
+
+from .models import DepthEstimator, Segmentor
+
+HF_MEAN, HF_STD = (127.5, 127.5, 127.5), (127.5, 127.5, 127.5)  # DPTImageProcessor: 0.5 / 0.5 on 0-1
+
+# HF DPT key -> ours, applied in order (regex, replacement)
+_RENAMES = [
+    (r'^dpt\.embeddings\.cls_token$', 'backbone.prefix.cls'),
+    (r'^dpt\.embeddings\.position_embeddings$', 'backbone.pos_embed.weight'),
+    (r'^dpt\.embeddings\.patch_embeddings\.projection\.', 'backbone.patch_embed.proj.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.', r'backbone.blocks.\1.norm1.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.', r'backbone.blocks.\1.norm2.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.', r'backbone.blocks.\1.attn.proj.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.intermediate\.dense\.', r'backbone.blocks.\1.mlp.fc1.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.output\.dense\.', r'backbone.blocks.\1.mlp.fc2.'),
+    (r'^neck\.reassemble_stage\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
+    (r'^neck\.reassemble_stage\.layers\.(\d+)\.projection\.', r'neck.reassemble.\1.proj.'),
+    (r'^neck\.reassemble_stage\.layers\.(\d+)\.resize\.', r'neck.reassemble.\1.resample.'),
+    (r'^neck\.fusion_stage\.layers\.(\d+)\.projection\.', r'neck.fusion.\1.proj.'),
+    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.convolution(\d)\.', r'neck.fusion.\1.res\2.conv\3.'),
+    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.batch_norm(\d)\.', r'neck.fusion.\1.res\2.bn\3.'),
+    (r'^head\.', 'decode_head.'),
+]
+_QKV = re.compile(r'^dpt\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
+_UNUSED = re.compile(r'^dpt\.(layernorm|pooler)\.')  # final norm and pooler: DPT taps blocks before them
+
+
+def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
+    """HF DPT keys to ours; blocks from ``num_blocks`` on (after the last tap) are dropped."""
+    out, qkv = {}, {}
+    for key, value in state.items():
+        match = _QKV.match(key)
+        if match:
+            qkv.setdefault((int(match[1]), match[3]), {})[match[2]] = value
+            continue
+        if _UNUSED.match(key):
+            continue
+        for pattern, replacement in _RENAMES:
+            key = re.sub(pattern, replacement, key)
+        out[key] = value
+    for (block, kind), parts in qkv.items():
+        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts['query'], parts['key'], parts['value']])
+    block_index = re.compile(r'^backbone\.blocks\.(\d+)\.')
+    return {k: v for k, v in out.items() if not (block_index.match(k) and int(block_index.match(k)[1]) >= num_blocks)}
+
+
+def model_config_from_hf(config: dict) -> dict:
+    """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict."""
+    if config.get('model_type') != 'dpt':
+        raise CheckpointError(f"not a DPT config (model_type={config.get('model_type')!r})")
+    if config.get('is_hybrid') or config.get('backbone_config') or config.get('backbone'):
+        raise CheckpointError("only DPT with a plain ViT backbone is supported (dpt-large, dpt-large-ade, base); "
+                              "hybrid and external backbones are not")
+    hidden = config['hidden_size']
+    backbone = dict(type='ZooBackbone', name='vit_base_patch16_224', img_size=config.get('image_size', 384),
+                    patch_size=config.get('patch_size', 16), embed_dim=hidden, depth=config['num_hidden_layers'],
+                    num_heads=config['num_attention_heads'], mlp_ratio=config['intermediate_size'] / hidden,
+                    qkv_bias=config.get('qkv_bias', True), norm_eps=config.get('layer_norm_eps', 1e-12),
+                    pos_interp='bilinear', pos_antialias=False, out_indices=list(config['backbone_out_indices']))
+    neck = dict(type='DPTNeck', readout=config.get('readout_type', 'project'),
+                hidden_channels=list(config['neck_hidden_sizes']), fusion_channels=config['fusion_hidden_size'],
+                fusion_batch_norm=config.get('use_batch_norm_in_fusion_residual', False),
+                fusion_bias=config.get('use_bias_in_fusion_residual'))
+    factors = config.get('reassemble_factors', [4, 2, 1, 0.5])
+    neck['out_strides'] = [int(config.get('patch_size', 16) / f) for f in factors]
+    preprocessor = dict(type='DensePreprocessor', mean=HF_MEAN, std=HF_STD, size_divisor=32)
+    architecture = (config.get('architectures') or ['DPTForDepthEstimation'])[0]
+    fusion = config['fusion_hidden_size']
+    if architecture == 'DPTForSemanticSegmentation':
+        num_classes = len(config.get('id2label', {})) or config.get('num_labels', 150)
+        head = dict(type='DPTSegHead', num_classes=num_classes, in_channels=fusion,
+                    dropout=config.get('semantic_classifier_dropout', 0.1))
+        aux = dict(type='DPTSegHead', num_classes=num_classes, in_channels=fusion, upsample=False) \
+            if config.get('use_auxiliary_head', True) else None
+        return dict(type='Segmentor', backbone=backbone, neck=neck, decode_head=head, auxiliary_head=aux,
+                    aux_weight=config.get('auxiliary_loss_weight', 0.4), data_preprocessor=preprocessor)
+    if architecture == 'DPTForDepthEstimation':
+        head = dict(type='DPTDepthHead', in_channels=fusion, mode='relative',
+                    projection=config.get('add_projection', False))
+        return dict(type='DepthEstimator', backbone=backbone, neck=neck, decode_head=head,
+                    data_preprocessor=preprocessor)
+    raise CheckpointError(f"unsupported DPT architecture {architecture!r}: expected DPTForSemanticSegmentation "
+                          f"or DPTForDepthEstimation")
+
+
+def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
+    """Our Segmentor / DepthEstimator with the weights of an HF DPT ``save_pretrained`` folder (eval mode)."""
+    from .registry import MODELS
+    folder = Path(folder)
+    config_file = folder / 'config.json'
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
+    model_cfg = model_config_from_hf(json.loads(config_file.read_text()))
+    model = MODELS.build(model_cfg)
+    state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
+    load_pretrained(model, state, format='zoo')
+    model.hf_model_config = model_cfg
+    return model.eval()

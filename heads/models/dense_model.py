@@ -1,0 +1,85 @@
+"""The shared part of the task models: backbone -> DPT neck -> head, inference strategies, outputs per image."""
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import BaseModel
+from torch import nn
+
+from ..backbone import backbone_description, backbone_features
+from ..registry import MODELS
+from .inference import flip_average, slide_inference
+
+
+def build(part):
+    """A module from a config dict (or an already built module)."""
+    return part if isinstance(part, nn.Module) or part is None else MODELS.build(part)
+
+
+class DenseModel(BaseModel):
+    """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
+
+    ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
+    mirroring. Subclasses define ``loss`` and turn head outputs into predictions.
+    Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
+    """
+
+    def __init__(self, backbone, decode_head, neck=None, data_preprocessor=None, test_cfg=None, init_cfg=None):
+        super().__init__(data_preprocessor=build(data_preprocessor or dict(type='DensePreprocessor')),
+                         init_cfg=init_cfg)
+        self.backbone = build(backbone)
+        neck = dict(type='DPTNeck') if neck is None else neck
+        self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
+        self.decode_head = build(decode_head)
+        self.test_cfg = dict(mode='whole', flip=False, **(test_cfg or {}))
+        if self.test_cfg['mode'] not in ('whole', 'slide'):
+            raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
+
+    def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
+        """Fused neck maps, deepest first."""
+        maps, prefixes = backbone_features(self.backbone, inputs)
+        return self.neck(maps, prefixes)
+
+    def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Head output resized to the input size: 'b c H W -> b k H W'."""
+        out = self.decode_head(self.extract_features(inputs)[-1])
+        if out.shape[-2:] != inputs.shape[-2:]:
+            out = F.interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
+        return out
+
+    def inference(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The test-time prediction with the configured strategy."""
+        cfg = self.test_cfg
+        infer = self.predict_tensor
+        if cfg['mode'] == 'slide':
+            infer = partial(slide_inference, self.predict_tensor, crop=tuple(cfg['crop_size']),
+                            stride=tuple(cfg['stride']))
+        return flip_average(infer, inputs) if cfg['flip'] else infer(inputs)
+
+    def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
+        if mode == 'tensor':
+            return self.predict_tensor(inputs)
+        if mode == 'loss':
+            return self.loss(inputs, data_samples)
+        if mode == 'predict':
+            return self.predict(inputs, data_samples)
+        raise ValueError(f"mode must be 'tensor', 'loss' or 'predict', got {mode!r}")
+
+    def predict(self, inputs: torch.Tensor, data_samples):
+        outputs = self.inference(inputs)
+        for out, sample in zip(outputs, data_samples):
+            h, w = sample.metainfo.get('img_shape', out.shape[-2:])
+            out = out[None, :, :h, :w]
+            ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
+            if ori != (h, w):
+                out = F.interpolate(out, size=ori, mode='bilinear', align_corners=False)
+            self.store_prediction(sample, out[0])
+        return data_samples
+
+    def store_prediction(self, sample, output: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def loss(self, inputs: torch.Tensor, data_samples) -> dict:
+        raise NotImplementedError

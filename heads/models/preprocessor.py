@@ -1,0 +1,50 @@
+"""Batching for dense tasks: normalise, pad to the stride, pad labels with the ignore index."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import BaseDataPreprocessor
+
+from ..registry import MODELS
+
+
+def pad_to(x: torch.Tensor, size: tuple[int, int], value: float) -> torch.Tensor:
+    """Pad '... h w' on the bottom and right to ``size``."""
+    return F.pad(x, (0, size[1] - x.shape[-1], 0, size[0] - x.shape[-2]), value=value)
+
+
+@MODELS.register_module()
+class DensePreprocessor(BaseDataPreprocessor):
+    """``{'inputs': [c h w uint8/float, ...], 'data_samples': [...]}`` -> a normalised, padded 'b c H W' batch.
+
+    Images are normalised with ``mean``/``std`` (0-255 scale, RGB), then padded bottom/right with ``pad_val`` to
+    a common size that is a multiple of ``size_divisor``; ``gt_sem_seg`` is padded with ``seg_pad_val`` (ignored)
+    and ``gt_depth`` with 0 (invalid). Each sample's metainfo gets ``img_shape`` (before padding) and
+    ``pad_shape``; ``ori_shape`` is kept if the pipeline set it.
+    """
+
+    def __init__(self, mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), size_divisor: int = 32,
+                 pad_val: float = 0.0, seg_pad_val: int = 255, bgr_to_rgb: bool = False, non_blocking: bool = False):
+        super().__init__(non_blocking)
+        self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(std, dtype=torch.float32).view(-1, 1, 1), persistent=False)
+        self.size_divisor, self.pad_val, self.seg_pad_val, self.bgr_to_rgb = size_divisor, pad_val, seg_pad_val, bgr_to_rgb
+
+    def forward(self, data: dict, training: bool = False) -> dict:
+        data = self.cast_data(data)
+        images = list(data['inputs'])
+        samples = data.get('data_samples')
+        images = [(img[[2, 1, 0]] if self.bgr_to_rgb else img).float() for img in images]
+        images = [(img - self.mean) / self.std for img in images]
+        d = self.size_divisor
+        height = -(-max(img.shape[-2] for img in images) // d) * d
+        width = -(-max(img.shape[-1] for img in images) // d) * d
+        batch = torch.stack([pad_to(img, (height, width), self.pad_val) for img in images])
+        for img, sample in zip(images, samples or []):
+            sample.set_metainfo({'img_shape': tuple(img.shape[-2:]), 'pad_shape': (height, width),
+                                 'ori_shape': sample.metainfo.get('ori_shape', tuple(img.shape[-2:]))})
+            if 'gt_sem_seg' in sample:
+                sample.gt_sem_seg.data = pad_to(sample.gt_sem_seg.data, (height, width), self.seg_pad_val)
+            if 'gt_depth' in sample:
+                sample.gt_depth.data = pad_to(sample.gt_depth.data, (height, width), 0.0)
+        return {'inputs': batch, 'data_samples': samples}

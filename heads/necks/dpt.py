@@ -1,0 +1,146 @@
+"""DPT neck (Ranftl et al. 2021): reassemble backbone levels into a pyramid, then fuse it coarse to fine.
+
+Token backbones (one stride, prefix tokens) and hierarchical ones (maps at strides 4/8/16/32) take the same
+path: each level's resampling factor is its input stride over its target stride (ViT-B/16: x4, x2, x1,
+x0.5; a hierarchical backbone: x1 everywhere).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from ..registry import MODELS
+
+READOUTS = ('ignore', 'add', 'project')
+
+
+class Readout(nn.Module):
+    """How a level's prefix tokens 'b p c' enter its map 'b c h w' (official DPT semantics).
+
+    ignore:  the map alone;
+    add:     map + readout token, the readout being CLS, or the mean of CLS and distillation for DeiT;
+    project: GELU(Linear([token, CLS])) per position (2c -> c).
+    """
+
+    def __init__(self, mode: str, dim: int, prefix_names=()):
+        super().__init__()
+        if mode not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}, got {mode!r}")
+        names = list(prefix_names)
+        if mode != 'ignore' and 'cls' not in names:
+            raise ValueError(f"readout {mode!r} needs a CLS token but the backbone's prefix tokens are {names}; "
+                             f"use readout='ignore'")
+        self.mode = mode
+        self.cls_index = names.index('cls') if 'cls' in names else None
+        self.add_indices = [names.index(n) for n in ('cls', 'dist') if n in names]
+        self.project = nn.Sequential(nn.Linear(2 * dim, dim), nn.GELU()) if mode == 'project' else None
+
+    def forward(self, x: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
+        if self.mode == 'ignore':
+            return x
+        if self.mode == 'add':
+            readout = prefix[:, self.add_indices].mean(dim=1)  # b c
+            return x + readout[:, :, None, None]
+        h = x.shape[-2]
+        tokens = rearrange(x, 'b c h w -> b (h w) c')
+        cls = prefix[:, self.cls_index:self.cls_index + 1].expand_as(tokens)
+        return rearrange(self.project(torch.cat([tokens, cls], dim=-1)), 'b (h w) c -> b c h w', h=h)
+
+
+def resampler(channels: int, factor: float) -> nn.Module:
+    """x4/x2 transposed conv (k = s = factor), x1 identity, x0.5/x0.25 strided 3x3 conv."""
+    if factor > 1:
+        return nn.ConvTranspose2d(channels, channels, int(factor), stride=int(factor))
+    if factor == 1:
+        return nn.Identity()
+    return nn.Conv2d(channels, channels, 3, stride=int(round(1 / factor)), padding=1)
+
+
+class ReassembleLevel(nn.Module):
+    """Readout -> 1x1 projection to this level's width -> resampling to its target stride."""
+
+    def __init__(self, in_channels: int, out_channels: int, factor: float, readout: str, prefix_names=()):
+        super().__init__()
+        self.readout = Readout(readout, in_channels, prefix_names)
+        self.proj = nn.Conv2d(in_channels, out_channels, 1)
+        self.resample = resampler(out_channels, factor)
+
+    def forward(self, x: torch.Tensor, prefix: torch.Tensor | None = None) -> torch.Tensor:
+        return self.resample(self.proj(self.readout(x, prefix)))
+
+
+class ResidualConvUnit(nn.Module):
+    """x + conv(act(conv(act(x)))) with 3x3 convs, optionally batch-normalised (pre-activation unit)."""
+
+    def __init__(self, channels: int, batch_norm: bool = False, bias: bool | None = None):
+        super().__init__()
+        bias = not batch_norm if bias is None else bias
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.bn1 = nn.BatchNorm2d(channels) if batch_norm else nn.Identity()
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=bias)
+        self.bn2 = nn.BatchNorm2d(channels) if batch_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn1(self.conv1(F.relu(x)))
+        return x + self.bn2(self.conv2(F.relu(y)))
+
+
+class FusionBlock(nn.Module):
+    """out = proj(up2(res2(x + res1(skip)))) where skip is resized to x; the deepest level has no skip."""
+
+    def __init__(self, channels: int, batch_norm: bool = False, bias: bool | None = None):
+        super().__init__()
+        self.res1 = ResidualConvUnit(channels, batch_norm, bias)
+        self.res2 = ResidualConvUnit(channels, batch_norm, bias)
+        self.proj = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x: torch.Tensor, skip: torch.Tensor | None = None) -> torch.Tensor:
+        if skip is not None:
+            if skip.shape[-2:] != x.shape[-2:]:
+                skip = F.interpolate(skip, size=x.shape[-2:], mode='bilinear', align_corners=False)
+            x = x + self.res1(skip)
+        x = F.interpolate(self.res2(x), scale_factor=2, mode='bilinear', align_corners=True)
+        return self.proj(x)
+
+
+@MODELS.register_module()
+class DPTNeck(nn.Module):
+    """Reassemble + fusion. ``forward(maps, prefixes=None)`` returns the fused maps deepest first
+    (strides 16, 8, 4, 2 for the default targets); heads read the last, finest one.
+
+    in_channels / in_strides / prefix_names describe the backbone (task models fill them in from it).
+    """
+
+    def __init__(self, in_channels, in_strides, prefix_names=(), readout: str = 'project',
+                 hidden_channels=(96, 192, 384, 768), out_strides=(4, 8, 16, 32), fusion_channels: int = 256,
+                 fusion_batch_norm: bool = False, fusion_bias: bool | None = None):
+        super().__init__()
+        lengths = {len(in_channels), len(in_strides), len(hidden_channels), len(out_strides)}
+        if len(lengths) != 1:
+            raise ValueError(f"DPTNeck needs one entry per level in in_channels {list(in_channels)}, in_strides "
+                             f"{list(in_strides)}, hidden_channels {list(hidden_channels)} and out_strides "
+                             f"{list(out_strides)}")
+        factors = [s_in / s_out for s_in, s_out in zip(in_strides, out_strides)]
+        for f in factors:
+            if f not in (0.25, 0.5, 1, 2, 4, 8):
+                raise ValueError(f"cannot resample strides {list(in_strides)} to {list(out_strides)}: "
+                                 f"factor {f} is not a power of two in [1/4, 8]")
+        readout = readout if prefix_names else 'ignore'
+        self.factors = factors
+        self.reassemble = nn.ModuleList(ReassembleLevel(c_in, c_out, f, readout, prefix_names)
+                                        for c_in, c_out, f in zip(in_channels, hidden_channels, factors))
+        self.convs = nn.ModuleList(nn.Conv2d(c, fusion_channels, 3, padding=1, bias=False) for c in hidden_channels)
+        self.fusion = nn.ModuleList(FusionBlock(fusion_channels, fusion_batch_norm, fusion_bias)
+                                    for _ in hidden_channels)
+        self.out_channels = fusion_channels
+
+    def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+        prefixes = prefixes if prefixes is not None else [None] * len(maps)
+        levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
+        fused, outputs = None, []
+        for block, x in zip(self.fusion, reversed(levels)):  # deepest first
+            fused = block(x) if fused is None else block(fused, x)
+            outputs.append(fused)
+        return outputs
