@@ -6,7 +6,8 @@ project's mmengine registries (:mod:`heads.registry`).
 from . import backbone, decode_heads, losses, necks  # noqa: F401  (registration)
 from .hf_dpt import from_pretrained_hf
 from .models import DensePreprocessor, DepthEstimator, Segmentor
+from .predictor import Predictor
 from .registry import DATASETS, HOOKS, METRICS, MODELS, TRANSFORMS
 
-__all__ = ['DATASETS', 'DensePreprocessor', 'DepthEstimator', 'HOOKS', 'METRICS', 'MODELS', 'Segmentor',
-           'TRANSFORMS', 'from_pretrained_hf']
+__all__ = ['DATASETS', 'DensePreprocessor', 'DepthEstimator', 'HOOKS', 'METRICS', 'MODELS', 'Predictor',
+           'Segmentor', 'TRANSFORMS', 'from_pretrained_hf']

@@ -23,3 +23,28 @@ def save_safetensors(model: torch.nn.Module, path) -> str:
     from safetensors.torch import save_file
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
     return str(path)
+
+
+def shared_data(*parts):
+    """A path under the shared real-data folder (``ZOO_DATA`` overrides ``../shared/data``); skips if absent."""
+    import os
+    from pathlib import Path
+    root = Path(os.environ.get('ZOO_DATA', Path(__file__).resolve().parents[2] / 'shared' / 'data'))
+    path = root.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data {path} is not available (set ZOO_DATA to its folder)")
+    return path
+
+
+def tiny_dpt(task: str = 'seg', **overrides) -> dict:
+    """Config of a small DPT model (4-block ViT-Ti) for fast tests."""
+    backbone = dict(type='ZooBackbone', name='vit_tiny_patch16_224', depth=4, out_indices=(0, 1, 2, 3))
+    neck = dict(type='DPTNeck', hidden_channels=(16, 32, 64, 64), fusion_channels=32)
+    if task == 'seg':
+        cfg = dict(type='Segmentor', backbone=backbone, neck=neck,
+                   decode_head=dict(type='DPTSegHead', num_classes=11, in_channels=32),
+                   auxiliary_head=dict(type='DPTSegHead', num_classes=11, in_channels=32, upsample=False))
+    else:
+        cfg = dict(type='DepthEstimator', backbone=backbone, neck=neck,
+                   decode_head=dict(type='DPTDepthHead', in_channels=32, mode=task, max_depth=10.0))
+    return {**cfg, **overrides}

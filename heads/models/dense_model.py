@@ -33,7 +33,7 @@ class DenseModel(BaseModel):
         neck = dict(type='DPTNeck') if neck is None else neck
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
         self.decode_head = build(decode_head)
-        self.test_cfg = dict(mode='whole', flip=False, **(test_cfg or {}))
+        self.test_cfg = {'mode': 'whole', 'flip': False, **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from mmengine.model import BaseDataPreprocessor
+from mmengine.structures import PixelData
 
 from ..registry import MODELS
 
@@ -44,7 +45,7 @@ class DensePreprocessor(BaseDataPreprocessor):
             sample.set_metainfo({'img_shape': tuple(img.shape[-2:]), 'pad_shape': (height, width),
                                  'ori_shape': sample.metainfo.get('ori_shape', tuple(img.shape[-2:]))})
             if 'gt_sem_seg' in sample:
-                sample.gt_sem_seg.data = pad_to(sample.gt_sem_seg.data, (height, width), self.seg_pad_val)
+                sample.gt_sem_seg = PixelData(data=pad_to(sample.gt_sem_seg.data, (height, width), self.seg_pad_val))
             if 'gt_depth' in sample:
-                sample.gt_depth.data = pad_to(sample.gt_depth.data, (height, width), 0.0)
+                sample.gt_depth = PixelData(data=pad_to(sample.gt_depth.data, (height, width), 0.0))
         return {'inputs': batch, 'data_samples': samples}

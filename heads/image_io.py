@@ -1,0 +1,31 @@
+"""Reading images and computing resize targets, with errors that name the file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+
+def read_rgb(path) -> np.ndarray:
+    """An 'h w 3' uint8 RGB array from an image file (grayscale is expanded, alpha dropped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"image {path} does not exist")
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError(f"cannot decode image {path}: the file is corrupt, truncated or not an image")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+
+
+def check_rgb(image: np.ndarray, name: str = 'image') -> np.ndarray:
+    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        desc = f"{image.dtype} array of shape {image.shape}" if isinstance(image, np.ndarray) else type(image).__name__
+        raise ValueError(f"{name} must be an RGB uint8 array of shape (H, W, 3), got a {desc}")
+    return image
+
+
+def keep_ratio_size(height: int, width: int, scale: tuple[int, int]) -> tuple[int, int]:
+    """mmseg's keep-ratio rescale: fit the long side in max(scale) and the short side in min(scale)."""
+    factor = min(max(scale) / max(height, width), min(scale) / min(height, width))
+    return int(height * factor + 0.5), int(width * factor + 0.5)

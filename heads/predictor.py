@@ -1,0 +1,48 @@
+"""``Predictor``: a trained config + checkpoint as a function from an image to a label map or a depth map."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import torch
+from mmengine.config import Config
+from mmengine.structures import BaseDataElement
+
+from zoo.weights import load_pretrained
+
+from .image_io import check_rgb, keep_ratio_size, read_rgb
+from .registry import MODELS
+
+
+class Predictor:
+    """``Predictor(config, checkpoint=None, device='cpu')(image)``.
+
+    config: a config file, a ``Config`` or a dict with a ``model`` entry; optional ``predict_scale``
+    (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test pipeline does.
+    image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32
+    depth map (metres for a metric head, relative inverse depth for a relative one), 'h w' at the image's size.
+    """
+
+    def __init__(self, config, checkpoint=None, device: str = 'cpu'):
+        cfg = config if isinstance(config, Config) else (
+            Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
+        self.model = MODELS.build(cfg.model)
+        if checkpoint is not None:
+            load_pretrained(self.model, checkpoint, format='zoo')
+        self.model.to(device).eval()
+        self.device = device
+        self.scale = cfg.get('predict_scale')
+
+    @torch.no_grad()
+    def __call__(self, image) -> np.ndarray:
+        image = read_rgb(image) if not isinstance(image, np.ndarray) else check_rgb(image)
+        original = image.shape[:2]
+        if self.scale:
+            h, w = keep_ratio_size(*original, self.scale)
+            image = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)
+        sample = BaseDataElement(metainfo={'ori_shape': original})
+        data = {'inputs': [torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))], 'data_samples': [sample]}
+        data = self.model.data_preprocessor(data, training=False)
+        sample = self.model(data['inputs'], data['data_samples'], mode='predict')[0]
+        if 'pred_sem_seg' in sample:
+            return sample.pred_sem_seg.data[0].cpu().numpy()
+        return sample.pred_depth.data[0].float().cpu().numpy()

@@ -1,0 +1,61 @@
+"""Convert checkpoints from other layouts into this project's own (safetensors + a matching config).
+
+    python tools/convert_weights.py hf-dpt HF_FOLDER OUT_DIR          # transformers DPT -> OUT_DIR/{model.safetensors,config.py}
+    python tools/convert_weights.py timm vit_base_patch16_224 IN OUT.safetensors   # timm ViT/DeiT -> our keys
+
+The HF output loads with ``heads.Predictor(OUT_DIR/config.py, OUT_DIR/model.safetensors)``; the timm output
+with ``zoo.create_backbone(name, pretrained=OUT)``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from safetensors.torch import save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import heads  # noqa: E402
+import zoo  # noqa: E402
+
+
+def save_state(model, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
+
+
+def convert_hf_dpt(folder: Path, out_dir: Path) -> tuple[Path, Path]:
+    from mmengine.config import Config
+    model = heads.from_pretrained_hf(folder)
+    weights, config = out_dir / 'model.safetensors', out_dir / 'config.py'
+    save_state(model, weights)
+    Config(dict(model=model.hf_model_config)).dump(str(config))
+    return weights, config
+
+
+def convert_timm(name: str, source: Path, out: Path) -> Path:
+    model = zoo.create_classifier(name, pretrained=source)
+    save_state(model, out)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest='source_format', required=True)
+    hf = sub.add_parser('hf-dpt', help='a transformers DPT save_pretrained folder')
+    hf.add_argument('folder', type=Path)
+    hf.add_argument('out_dir', type=Path)
+    tm = sub.add_parser('timm', help='a timm ViT/DeiT checkpoint file')
+    tm.add_argument('name', help='registered model name, e.g. deit_small_patch16_224')
+    tm.add_argument('source', type=Path)
+    tm.add_argument('out', type=Path)
+    args = parser.parse_args(argv)
+    if args.source_format == 'hf-dpt':
+        weights, config = convert_hf_dpt(args.folder, args.out_dir)
+        print(f"wrote {weights} and {config}")
+    else:
+        print(f"wrote {convert_timm(args.name, args.source, args.out)}")
+
+
+if __name__ == '__main__':
+    main()
