@@ -18,7 +18,7 @@ class DPTSegHead(nn.Module):
     def __init__(self, num_classes: int, in_channels: int = 256, dropout: float = 0.1, upsample: bool = True):
         super().__init__()
         layers = [nn.Conv2d(in_channels, in_channels, 3, padding=1, bias=False), nn.BatchNorm2d(in_channels),
-                  nn.ReLU(), nn.Dropout(dropout), nn.Conv2d(in_channels, num_classes, 1)]
+                  nn.ReLU(inplace=True), nn.Dropout(dropout), nn.Conv2d(in_channels, num_classes, 1)]
         if upsample:
             layers.append(nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True))
         self.head = nn.Sequential(*layers)

@@ -116,3 +116,23 @@ def test_prefix_tokens_order_and_names():
     torch.testing.assert_close(out[:, 1], prefix.dist[0].expand(3, 4))
     torch.testing.assert_close(out[:, 2:4], prefix.registers.expand(3, 2, 4))
     torch.testing.assert_close(out[:, 4:], x)
+
+
+@pytest.mark.parametrize('autocast', [False, True])
+def test_mlp_recomputing_gelu_gives_the_same_values_and_gradients(autocast):
+    from zoo.core import Mlp
+    mlp = Mlp(16, 64)
+    assert mlp.recompute_act
+    x = torch.randn(2, 5, 16, requires_grad=True)
+    results = []
+    for recompute in (True, False):
+        mlp.recompute_act = recompute
+        mlp.zero_grad()
+        x.grad = None
+        with torch.autocast('cpu', dtype=torch.bfloat16, enabled=autocast):
+            out = mlp(x)
+        out.float().square().sum().backward()
+        results.append([out] + [p.grad.clone() for p in mlp.parameters()] + [x.grad.clone()])
+    for ours, plain in zip(*results):
+        assert ours.dtype == plain.dtype
+        torch.testing.assert_close(ours, plain)

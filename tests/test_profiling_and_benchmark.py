@@ -42,3 +42,13 @@ def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
         assert row['GMACs'] == pytest.approx(1.26, rel=0.02)
         assert row['ours_peak_MiB'] > 0
     assert 'deit_tiny_patch16_224' in out.read_text()
+
+
+def test_dpt_benchmark_compares_with_transformers():
+    pytest.importorskip('transformers')
+    import benchmark
+    rows = benchmark.main(['--dpt', '--size', '64', '--iters', '1', '--checkpointing'])
+    assert [r['pass'] for r in rows] == ['forward', 'forward+backward', 'forward+backward, activation checkpointing']
+    for row in rows[:2]:
+        assert row['ours_s'] > 0 and row['hf_s'] > 0 and row['time_ratio'] > 0
+        assert 0 < row['ours_peak_MiB'] and 0 < row['hf_peak_MiB']

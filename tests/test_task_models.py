@@ -125,3 +125,22 @@ def test_predictor_names_bad_images(tmp_path):
         predictor(tmp_path / 'missing.png')
     with pytest.raises(ValueError, match=r'RGB uint8 array of shape \(H, W, 3\), got a float64 array'):
         predictor(np.zeros((10, 10, 3)))
+
+
+def test_mmengine_train_and_val_steps_with_a_deit_backbone_and_add_readout():
+    from mmengine.optim import OptimWrapper
+    cfg = tiny_dpt('seg')
+    cfg['backbone'] = dict(type='ZooBackbone', name='deit_tiny_distilled_patch16_224', depth=4, out_indices=(0, 1, 2, 3))
+    cfg['neck'] = dict(cfg['neck'], readout='add')
+    model = heads.MODELS.build(cfg)
+    assert model.neck.reassemble[0].readout.add_indices == [0, 1]  # CLS and distillation tokens
+    optimizer = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.01))
+    images = [torch.randint(0, 255, (3, 48, 80), dtype=torch.uint8) for _ in range(2)]
+    data = {'inputs': images, 'data_samples': [sample(torch.randint(0, 11, (48, 80))) for _ in range(2)]}
+    before = model.backbone.prefix.dist.detach().clone()
+    log_vars = model.train_step(data, optimizer)
+    assert set(log_vars) == {'loss', 'loss_ce', 'loss_aux'} and torch.isfinite(log_vars['loss'])
+    assert not torch.equal(model.backbone.prefix.dist, before)  # the dist token is trained through the readout
+    model.eval()
+    outputs = model.val_step({'inputs': images, 'data_samples': [sample(ori_shape=(48, 80)) for _ in range(2)]})
+    assert outputs[0].pred_sem_seg.data.shape == (1, 48, 80)

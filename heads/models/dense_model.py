@@ -22,20 +22,31 @@ class DenseModel(BaseModel):
     """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
 
     ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
-    mirroring. Subclasses define ``loss`` and turn head outputs into predictions.
+    mirroring. ``channels_last``: neck and head convolutions in channels-last layout (same results). Subclasses define ``loss`` and turn head outputs into predictions.
     Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
     """
 
-    def __init__(self, backbone, decode_head, neck=None, data_preprocessor=None, test_cfg=None, init_cfg=None):
+    def __init__(self, backbone, decode_head, neck=None, data_preprocessor=None, test_cfg=None,
+                 channels_last: bool = True, init_cfg=None):
         super().__init__(data_preprocessor=build(data_preprocessor or dict(type='DensePreprocessor')),
                          init_cfg=init_cfg)
         self.backbone = build(backbone)
         neck = dict(type='DPTNeck') if neck is None else neck
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
         self.decode_head = build(decode_head)
+        self.channels_last = channels_last
+        self.convolutional_parts_to_channels_last(self.neck, self.decode_head)
         self.test_cfg = {'mode': 'whole', 'flip': False, **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
+
+    def convolutional_parts_to_channels_last(self, *parts) -> None:
+        """Conv weights in channels-last layout (faster convolutions on CPU and GPU; token maps from ViT
+        backbones already are 'b h w c' in memory)."""
+        if self.channels_last:
+            for part in parts:
+                if part is not None:
+                    part.to(memory_format=torch.channels_last)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps, deepest first."""

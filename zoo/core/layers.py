@@ -2,11 +2,40 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
+class _GeluLinear(torch.autograd.Function):
+    """linear(gelu(h)) that saves only h for backward and recomputes gelu(h) there.
+
+    Autograd would keep both h and gelu(h) ('b n 4c' each, the largest activations of a block); the
+    recomputation is one elementwise pass.
+    """
+
+    @staticmethod
+    def forward(ctx, h, weight, bias):
+        ctx.save_for_backward(h, weight)
+        ctx.has_bias = bias is not None
+        return F.linear(F.gelu(h), weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, weight = ctx.saved_tensors
+        grad = grad.to(h.dtype)
+        grad_act = grad @ weight.to(h.dtype)
+        grad_weight = grad.flatten(0, -2).T @ F.gelu(h).flatten(0, -2)
+        grad_bias = grad.flatten(0, -2).sum(0) if ctx.has_bias else None
+        grad_h = torch.ops.aten.gelu_backward(grad_act, h)
+        return grad_h, grad_weight.to(weight.dtype), None if grad_bias is None else grad_bias.to(weight.dtype)
+
+
 class Mlp(nn.Module):
-    """fc1 -> act -> dropout -> fc2 -> dropout on the last axis."""
+    """fc1 -> act -> dropout -> fc2 -> dropout on the last axis.
+
+    With GELU and no hidden dropout, training recomputes the activation in backward instead of storing it
+    (identical values and gradients, one 'b n hidden' tensor less per block).
+    """
 
     def __init__(self, dim: int, hidden_dim: int, out_dim: int | None = None, act_layer=nn.GELU,
                  drop: float = 0.0):
@@ -16,9 +45,18 @@ class Mlp(nn.Module):
         self.drop1 = nn.Dropout(drop) if drop else nn.Identity()
         self.fc2 = nn.Linear(hidden_dim, out_dim or dim)
         self.drop2 = nn.Dropout(drop) if drop else nn.Identity()
+        self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not drop
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+        h = self.fc1(x)
+        if self.recompute_act and torch.is_grad_enabled() and h.requires_grad:
+            dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
+            with torch.autocast(h.device.type, enabled=False):  # run in the dtype autocast would have used
+                h = h.to(dtype)
+                out = _GeluLinear.apply(h, self.fc2.weight.to(dtype), None if self.fc2.bias is None
+                                        else self.fc2.bias.to(dtype))
+            return self.drop2(out)
+        return self.drop2(self.fc2(self.drop1(self.act(h))))
 
 
 class DropPath(nn.Module):
