@@ -109,3 +109,16 @@ def test_heads_shapes_and_depth_head_stays_float32_under_autocast():
     assert depth.dtype == torch.float32 and depth.shape == (2, 1, 12, 16)
     assert (depth > 0).all() and (depth < 10).all()
     torch.testing.assert_close(depth, head(x.bfloat16().float()))
+
+
+def test_head_dropout_keeps_with_probability_1_minus_p_and_rescales():
+    from heads.decode_heads import Dropout
+    drop = Dropout(0.25).train()
+    x = torch.ones(200, 500, requires_grad=True)
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.01
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / 0.75))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.75)
+    assert torch.equal(drop.eval()(x), x)
