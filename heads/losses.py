@@ -34,6 +34,12 @@ def _in_float32(fn):
     return wrapper
 
 
+def _check_same_shape(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> None:
+    if not pred.shape == target.shape == mask.shape:
+        raise ValueError(f"pred, target and mask differ in shape: {tuple(pred.shape)}, "
+                         f"{tuple(target.shape)}, {tuple(mask.shape)}")
+
+
 def _squeeze_channel(x: torch.Tensor, name: str) -> torch.Tensor:
     """'b 1 h w' or 'b h w' -> 'b h w'."""
     if x.ndim == 4 and x.shape[1] == 1:
@@ -141,9 +147,7 @@ class ScaleShiftInvariantLoss(nn.Module):
     def forward(self, pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         pred, target = _squeeze_channel(pred, 'pred'), _squeeze_channel(target, 'target')
         mask = _squeeze_channel(mask, 'mask').bool()
-        if not pred.shape == target.shape == mask.shape:
-            raise ValueError(f"pred, target and mask differ in shape: {tuple(pred.shape)}, "
-                             f"{tuple(target.shape)}, {tuple(mask.shape)}")
+        _check_same_shape(pred, target, mask)
         pred, target = torch.where(mask, pred, 0), torch.where(mask, target, 0)
         scale, shift = align_scale_shift(pred, target, mask)
         residual = torch.where(mask, scale[:, None, None] * pred + shift[:, None, None] - target, 0)  # b h w
@@ -175,9 +179,7 @@ class SiLogLoss(nn.Module):
 
     @_in_float32
     def forward(self, pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if not pred.shape == target.shape == mask.shape:
-            raise ValueError(f"pred, target and mask differ in shape: {tuple(pred.shape)}, "
-                             f"{tuple(target.shape)}, {tuple(mask.shape)}")
+        _check_same_shape(pred, target, mask)
         valid = mask.bool() & (target > 0)
         d = torch.log(torch.where(valid, pred, 1) + self.eps) - torch.log(torch.where(valid, target, 1) + self.eps)
         n = valid.sum().clamp_min(1)

@@ -112,7 +112,7 @@ def test_heads_shapes_and_depth_head_stays_float32_under_autocast():
 
 
 def test_head_dropout_keeps_with_probability_1_minus_p_and_rescales():
-    from heads.decode_heads import Dropout
+    from zoo.core import Dropout
     drop = Dropout(0.25).train()
     x = torch.ones(200, 500, requires_grad=True)
     y = drop(x)
