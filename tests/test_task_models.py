@@ -23,7 +23,7 @@ def test_preprocessor_normalises_and_pads_images_and_labels():
     pre = heads.DensePreprocessor(mean=(10, 20, 30), std=(2, 4, 5), size_divisor=32)
     images = [torch.full((3, 40, 50), 50, dtype=torch.uint8), torch.full((3, 20, 70), 50, dtype=torch.uint8)]
     samples = [sample(torch.zeros(40, 50, dtype=torch.uint8)), sample(torch.ones(20, 70, dtype=torch.uint8))]
-    out = pre({'inputs': images, 'data_samples': samples})
+    out = pre({'inputs': images, 'data_samples': samples}, training=True)
     batch = out['inputs']
     assert batch.shape == (2, 3, 64, 96)
     torch.testing.assert_close(batch[0, :, 0, 0], torch.tensor([20.0, 7.5, 4.0]))

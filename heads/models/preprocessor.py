@@ -19,8 +19,8 @@ class DensePreprocessor(BaseDataPreprocessor):
     """``{'inputs': [c h w uint8/float, ...], 'data_samples': [...]}`` -> a normalised, padded 'b c H W' batch.
 
     Images are normalised with ``mean``/``std`` (0-255 scale, RGB), then padded bottom/right with ``pad_val`` to
-    a common size that is a multiple of ``size_divisor``; ``gt_sem_seg`` is padded with ``seg_pad_val`` (ignored)
-    and ``gt_depth`` with 0 (invalid). Each sample's metainfo gets ``img_shape`` (before padding) and
+    a common size that is a multiple of ``size_divisor``; in training ``gt_sem_seg`` is padded with
+    ``seg_pad_val`` (ignored) and ``gt_depth`` with 0 (invalid); in evaluation they stay at their size. Each sample's metainfo gets ``img_shape`` (before padding) and
     ``pad_shape``; ``ori_shape`` is kept if the pipeline set it.
     """
 
@@ -44,6 +44,8 @@ class DensePreprocessor(BaseDataPreprocessor):
         for img, sample in zip(images, samples or []):
             sample.set_metainfo({'img_shape': tuple(img.shape[-2:]), 'pad_shape': (height, width),
                                  'ori_shape': sample.metainfo.get('ori_shape', tuple(img.shape[-2:]))})
+            if not training:  # evaluation compares predictions with ground truth at the original size
+                continue
             if 'gt_sem_seg' in sample:
                 sample.gt_sem_seg = PixelData(data=pad_to(sample.gt_sem_seg.data, (height, width), self.seg_pad_val))
             if 'gt_depth' in sample:

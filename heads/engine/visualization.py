@@ -1,0 +1,72 @@
+"""A hook that draws predictions next to the ground truth during validation and testing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+from mmengine.hooks import Hook
+
+from ..registry import HOOKS
+from ..visualize import colorize_depth, colorize_labels, default_palette, side_by_side
+
+
+@HOOKS.register_module()
+class PredictionVisualizationHook(Hook):
+    """Rows of [image | ground truth | prediction] for the first ``max_images`` validation images, written to
+    ``work_dir/<grid_file>`` after each validation; with ``show_dir`` every test image is written there too.
+    """
+
+    def __init__(self, grid_file: str = 'predictions.png', max_images: int = 4, show_dir: str | None = None):
+        self.grid_file, self.max_images, self.show_dir = grid_file, max_images, show_dir
+        self._rows: list[list[np.ndarray]] = []
+
+    def before_val_epoch(self, runner) -> None:
+        self._rows = []
+
+    def after_val_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        for image, sample in zip(data_batch['inputs'], outputs):
+            if len(self._rows) < self.max_images:
+                self._rows.append(self._panels(runner, image, sample))
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        if self._rows:
+            path = Path(runner.work_dir) / self.grid_file
+            cv2.imwrite(str(path), cv2.cvtColor(side_by_side(self._rows), cv2.COLOR_RGB2BGR))
+            runner.logger.info(f"predictions next to ground truth: {path}")
+
+    def after_test_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if not self.show_dir:
+            return
+        out_dir = Path(self.show_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for image, sample in zip(data_batch['inputs'], outputs):
+            name = Path(str(sample.metainfo.get('img_path', f'{batch_idx}'))).stem + '.png'
+            picture = side_by_side([self._panels(runner, image, sample)])
+            cv2.imwrite(str(out_dir / name), cv2.cvtColor(picture, cv2.COLOR_RGB2BGR))
+
+    def _panels(self, runner, image, sample) -> list[np.ndarray]:
+        if 'pred_sem_seg' in sample:
+            pred = sample.pred_sem_seg.data[0].cpu().numpy()
+            gt = sample.gt_sem_seg.data[0].cpu().numpy() if 'gt_sem_seg' in sample else None
+            palette = self._palette(runner, int(pred.max()) + 1)
+            draw = lambda labels: colorize_labels(labels, palette)  # noqa: E731
+        else:
+            pred = sample.pred_depth.data[0].float().cpu().numpy()
+            gt = sample.gt_depth.data[0].float().cpu().numpy() if 'gt_depth' in sample else None
+            valid = gt[gt > 0] if gt is not None else pred
+            vmin, vmax = float(valid.min()), float(valid.max())
+            draw = lambda depth: colorize_depth(depth, vmin, vmax)  # noqa: E731
+        h, w = pred.shape
+        rgb = np.ascontiguousarray(image.cpu().numpy().transpose(1, 2, 0))
+        rgb = cv2.resize(rgb, (w, h), interpolation=cv2.INTER_LINEAR) if rgb.shape[:2] != (h, w) else rgb
+        return [rgb] + ([draw(gt)] if gt is not None else []) + [draw(pred)]
+
+    @staticmethod
+    def _palette(runner, needed: int) -> np.ndarray:
+        evaluators = (getattr(runner, name, None) for name in ('_test_evaluator', '_val_evaluator'))
+        meta = next((e.dataset_meta for e in evaluators if getattr(e, 'dataset_meta', None)), {})
+        palette = meta.get('palette')
+        if palette is None or len(palette) < needed:
+            palette = default_palette(max(needed, len(meta.get('classes', ())), 1))
+        return np.asarray(palette, dtype=np.uint8)
