@@ -1,0 +1,23 @@
+"""Data transforms with mmseg semantics (no mmcv): loading, geometric and photometric augmentation, packing.
+
+Importing this package registers every transform in :data:`heads.registry.TRANSFORMS`. A training pipeline::
+
+    [dict(type='LoadImage'), dict(type='LoadAnnotations'),
+     dict(type='RandomResize', scale=(2048, 512), ratio_range=(0.5, 2.0)),
+     dict(type='RandomCrop', crop_size=(512, 512), cat_max_ratio=0.75), dict(type='RandomFlip', prob=0.5),
+     dict(type='PhotoMetricDistortion'), dict(type='PackDenseInputs')]
+
+Result dicts use mmseg's keys: 'img' ('h w 3' uint8 RGB), 'gt_seg_map' ('h w' uint8), 'gt_depth'
+('h w' float32 metres, 0 = invalid), 'ori_shape'/'img_shape' ``(h, w)`` and the paths.
+"""
+from .base import DENSE_FIELDS, DenseTransform
+from .crop import RandomCrop
+from .flip import RandomFlip
+from .formatting import PackDenseInputs
+from .loading import LoadAnnotations, LoadImage, encode_labels
+from .pad import Pad
+from .photometric import PhotoMetricDistortion
+from .resize import RandomResize, Resize
+
+__all__ = ['DENSE_FIELDS', 'DenseTransform', 'LoadAnnotations', 'LoadImage', 'PackDenseInputs', 'Pad',
+           'PhotoMetricDistortion', 'RandomCrop', 'RandomFlip', 'RandomResize', 'Resize', 'encode_labels']

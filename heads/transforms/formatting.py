@@ -1,0 +1,40 @@
+"""Packing a result dict into the ``{'inputs', 'data_samples'}`` form that DensePreprocessor batches."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from mmengine.structures import BaseDataElement, PixelData
+
+from ..registry import TRANSFORMS
+from .base import DenseTransform, require_image
+
+DEFAULT_META_KEYS = ('img_path', 'seg_map_path', 'depth_path', 'ori_shape', 'img_shape', 'flip',
+                     'reduce_zero_label')
+
+
+@TRANSFORMS.register_module()
+class PackDenseInputs(DenseTransform):
+    """``results`` -> ``{'inputs': uint8 '3 h w' RGB tensor, 'data_samples': BaseDataElement}``.
+
+    The data sample's metainfo holds the ``meta_keys`` present in ``results``; it gets ``gt_sem_seg``
+    (PixelData, int64 '1 h w') if 'gt_seg_map' is loaded and ``gt_depth`` (PixelData, float32 '1 h w',
+    metres, 0 = invalid) if 'gt_depth' is loaded.
+    """
+
+    def __init__(self, meta_keys=DEFAULT_META_KEYS):
+        self.meta_keys = tuple(meta_keys)
+
+    def transform(self, results: dict) -> dict:
+        img = require_image(results, 'PackDenseInputs')
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise ValueError(f"PackDenseInputs expects an 'h w 3' image, got shape {img.shape} "
+                             f"for {results.get('img_path')}")
+        inputs = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))  # 'h w 3' -> '3 h w'
+        sample = BaseDataElement(metainfo={k: results[k] for k in self.meta_keys if k in results})
+        if results.get('gt_seg_map') is not None:
+            labels = results['gt_seg_map'].astype(np.int64)[None]  # 'h w' -> '1 h w'
+            sample.gt_sem_seg = PixelData(data=torch.from_numpy(labels))
+        if results.get('gt_depth') is not None:
+            depth = np.ascontiguousarray(results['gt_depth'], dtype=np.float32)[None]  # 'h w' -> '1 h w'
+            sample.gt_depth = PixelData(data=torch.from_numpy(depth))
+        return {'inputs': inputs, 'data_samples': sample}

@@ -1,0 +1,155 @@
+"""Loading transforms: the image (RGB) and its dense annotations (label map, depth map in metres).
+
+Both keep arrays that an in-memory dataset already put in the data info ('img', 'gt_seg_map',
+'gt_depth'), so a pipeline works the same for files and for generated data.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..image_io import check_rgb, read_rgb
+from ..registry import TRANSFORMS
+from .base import DenseTransform
+
+#: Defaults when the data info does not say how depth is encoded: uint16 millimetres, 0 = no measurement.
+DEFAULT_DEPTH_SCALE = 1000.0
+DEFAULT_DEPTH_INVALID = (0,)
+
+
+def _add_field(results: dict, key: str) -> None:
+    fields = results.setdefault('seg_fields', [])
+    if key not in fields:
+        fields.append(key)
+
+
+def _read_unchanged(path, what: str) -> np.ndarray:
+    """A file decoded with cv2.IMREAD_UNCHANGED (bit depth and channels as stored); errors name the file."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+    array = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if array is None:
+        raise ValueError(f"cannot decode {what} {path}: the file is corrupt, truncated or not an image")
+    return array
+
+
+def _check_same_size(array: np.ndarray, path, results: dict, what: str) -> None:
+    """A label or depth map must have the size of the image as loaded ('ori_shape'); ``path`` None = the
+    map came in the data info."""
+    shape = results.get('ori_shape')
+    if shape is not None and tuple(array.shape[:2]) != tuple(shape[:2]):
+        (h, w), (img_h, img_w) = array.shape[:2], shape[:2]
+        source = f"{what} {path}" if path is not None else f"in-memory {what} (from the data info)"
+        raise ValueError(f"{source} is {h}x{w} (h x w) but its image {results.get('img_path')} is "
+                         f"{img_h}x{img_w}: they must have the same size; check that the two files belong "
+                         f"together (same stem) and that neither was resized")
+
+
+def encode_labels(raw: np.ndarray, label_map: dict | None, reduce_zero_label: bool) -> np.ndarray:
+    """mmseg's label encoding of a raw 'h w' uint8 label map: ``label_map`` first, then ``reduce_zero_label``
+    (0 -> 255, k -> k - 1, 255 stays 255)."""
+    labels = raw.copy()
+    if label_map:
+        for old, new in label_map.items():
+            if not 0 <= new <= 255:
+                raise ValueError(f"label_map sends {old} to {new}, outside the uint8 range 0..255")
+            labels[raw == old] = new
+    if reduce_zero_label:
+        labels[labels == 0] = 255
+        labels = labels - 1  # 255 -> 254, so that ...
+        labels[labels == 254] = 255  # ... ignore stays ignore
+    return labels
+
+
+@TRANSFORMS.register_module()
+class LoadImage(DenseTransform):
+    """Read ``results['img_path']`` as 'h w 3' uint8 RGB (cv2.IMREAD_COLOR, BGR -> RGB).
+
+    Sets 'img', 'ori_shape' and 'img_shape' (both ``(h, w)``). An 'img' already in ``results`` (in-memory
+    datasets) is kept after checking it is 'h w 3' uint8.
+    """
+
+    def transform(self, results: dict) -> dict:
+        if results.get('img') is not None:
+            img = check_rgb(results['img'], f"in-memory image {results.get('img_path', '')}".rstrip())
+        elif results.get('img_path') is not None:
+            img = read_rgb(results['img_path'])  # errors name the file
+        else:
+            raise KeyError("LoadImage needs results['img_path'] (or an in-memory results['img']); "
+                           "the dataset's data info has neither")
+        results['img'] = img
+        results['ori_shape'] = results['img_shape'] = img.shape[:2]
+        return results
+
+
+@TRANSFORMS.register_module()
+class LoadAnnotations(DenseTransform):
+    """Load the label map (``seg``) and/or the depth map (``depth``) named by the data info.
+
+    Label map: 'seg_map_path' read with cv2.IMREAD_UNCHANGED; it must be a single-channel 8-bit index image
+    (pixel value = class id). The data info's 'label_map' (old -> new) is applied, then 'reduce_zero_label',
+    exactly as mmseg. Result: 'gt_seg_map' uint8 'h w'.
+
+    Depth map: 'depth_path' read with cv2.IMREAD_UNCHANGED (uint16 or uint8, single channel); raw values in
+    'depth_invalid' become 0, the rest are divided by 'depth_scale' (raw / depth_scale = metres). Result:
+    'gt_depth' float32 'h w' in metres, 0 = invalid. Without those keys: millimetres, 0 invalid.
+
+    Maps whose size differs from the image as loaded ('ori_shape') are an error. 'gt_seg_map'/'gt_depth'
+    already in ``results`` (in-memory datasets) are kept as they are (already encoded). Both keys are added
+    to 'seg_fields'.
+    """
+
+    def __init__(self, seg: bool = True, depth: bool = False):
+        if not (seg or depth):
+            raise ValueError("LoadAnnotations(seg=False, depth=False) loads nothing; enable seg or depth")
+        self.seg, self.depth = seg, depth
+
+    def transform(self, results: dict) -> dict:
+        if self.seg:
+            if results.get('gt_seg_map') is None:
+                results['gt_seg_map'] = self._load_seg(results)
+            else:
+                _check_same_size(results['gt_seg_map'], None, results, 'label map')
+            _add_field(results, 'gt_seg_map')
+        if self.depth:
+            if results.get('gt_depth') is None:
+                results['gt_depth'] = self._load_depth(results)
+            else:
+                _check_same_size(results['gt_depth'], None, results, 'depth map')
+            _add_field(results, 'gt_depth')
+        return results
+
+    @staticmethod
+    def _load_seg(results: dict) -> np.ndarray:
+        path = results.get('seg_map_path')
+        if path is None:
+            raise KeyError("LoadAnnotations(seg=True) needs results['seg_map_path'] (or an in-memory "
+                           "'gt_seg_map'); use seg=False for a dataset without label maps")
+        raw = _read_unchanged(path, 'label map')
+        if raw.ndim == 3:
+            raise ValueError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
+                             f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
+                             f"colour-coded labels to class indices (a palette PNG must be saved as "
+                             f"grayscale indices, since OpenCV expands palettes to colours)")
+        if raw.dtype != np.uint8:
+            raise ValueError(f"label map {path} is {raw.dtype}; a label map must be 8-bit (class ids 0..255)")
+        _check_same_size(raw, path, results, 'label map')
+        return encode_labels(raw, results.get('label_map'), bool(results.get('reduce_zero_label', False)))
+
+    @staticmethod
+    def _load_depth(results: dict) -> np.ndarray:
+        path = results.get('depth_path')
+        if path is None:
+            raise KeyError("LoadAnnotations(depth=True) needs results['depth_path'] (or an in-memory "
+                           "'gt_depth'); use depth=False for a dataset without depth maps")
+        raw = _read_unchanged(path, 'depth map')
+        if raw.ndim != 2 or raw.dtype not in (np.uint8, np.uint16):
+            raise ValueError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
+                             f"be a single-channel 16-bit (or 8-bit) PNG of raw depth values")
+        _check_same_size(raw, path, results, 'depth map')
+        invalid = np.isin(raw, list(results.get('depth_invalid', DEFAULT_DEPTH_INVALID)))
+        depth = raw.astype(np.float32) / np.float32(results.get('depth_scale', DEFAULT_DEPTH_SCALE))
+        depth[invalid] = 0.0
+        return depth

@@ -1,0 +1,139 @@
+"""Training and evaluation through mmengine Runners and the tools: wiring, resume, autocast, learning."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from .reference import shared_data
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tools'))
+import test as test_tool  # noqa: E402
+import train as train_tool  # noqa: E402
+
+
+def quick(tmp_path, iters, *extra):
+    """The quickstart config, shortened."""
+    return ['configs/quickstart.py', '--work-dir', str(tmp_path), '--cfg-options', f'train_cfg.max_iters={iters}',
+            f'train_cfg.val_interval={iters}', 'default_hooks.checkpoint.interval=2',
+            'default_hooks.logger.interval=1', 'train_dataloader.dataset.num_samples=16',
+            'val_dataloader.dataset.num_samples=8', *extra]
+
+
+@pytest.fixture(autouse=True)
+def _in_project_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def test_quickstart_trains_evaluates_and_draws(tmp_path):
+    runner = train_tool.main(quick(tmp_path, 4))
+    scalars = runner.message_hub.log_scalars
+    assert 'val/mIoU' in scalars or 'mIoU' in ' '.join(scalars)
+    assert (tmp_path / 'predictions.png').stat().st_size > 0
+    assert (tmp_path / 'iter_4.pth').exists()
+
+
+def test_resume_reads_checkpoints_with_weights_only_loading(tmp_path):
+    train_tool.main(quick(tmp_path, 4))
+    checkpoint = torch.load(tmp_path / 'iter_4.pth', weights_only=True)  # what torch >= 2.6 does by default
+    assert checkpoint['meta']['iter'] == 4 and 'message_hub' in checkpoint
+    (tmp_path / 'iter_4.pth').unlink()  # resume from the checkpoint at iteration 2
+    (tmp_path / 'last_checkpoint').write_text(str(tmp_path / 'iter_2.pth'))
+    runner = train_tool.main(quick(tmp_path, 6, 'default_hooks.checkpoint.interval=2') + ['--resume'])
+    assert runner.iter == 6
+    loss_history = runner.message_hub.get_scalar('train/loss').data[0]
+    assert len(loss_history) == 6  # the two iterations before the checkpoint were restored with it
+
+
+def test_test_tool_prints_a_results_table_from_a_checkpoint(tmp_path, capsys):
+    train_tool.main(quick(tmp_path, 2))
+    metrics = test_tool.main(['configs/quickstart.py', str(tmp_path / 'iter_2.pth'), '--work-dir', str(tmp_path),
+                              '--tta', '--show-dir', str(tmp_path / 'show'), '--cfg-options',
+                              'test_dataloader.dataset.num_samples=4'])
+    printed = capsys.readouterr().out
+    assert '| mIoU |' in printed and '| sky |' in printed and 'mIoU' in metrics
+    assert len(list((tmp_path / 'show').glob('*.png'))) == 4
+
+
+def test_amp_trains_in_bf16_autocast_on_cpu(tmp_path):
+    runner = train_tool.main(quick(tmp_path, 2) + ['--amp'])
+    assert type(runner.optim_wrapper).__name__ == 'AutocastOptimWrapper'
+    assert np.isfinite(runner.message_hub.get_scalar('train/loss').current())
+    assert next(runner.model.parameters()).dtype == torch.float32
+
+
+def majority_class_miou(train_labels, val_labels, num_classes, ignore=255):
+    """mIoU (mmseg definitions) of predicting the training set's most frequent class everywhere."""
+    counts = np.bincount(np.concatenate([l[l != ignore] for l in train_labels]), minlength=num_classes)
+    majority = counts.argmax()
+    label = np.concatenate([l[l != ignore] for l in val_labels])
+    inter = np.bincount(label[label == majority], minlength=num_classes).astype(float)
+    area_label = np.bincount(label, minlength=num_classes).astype(float)
+    area_pred = np.zeros(num_classes)
+    area_pred[majority] = label.size
+    union = area_label + area_pred - inter
+    return 100 * np.nanmean(np.where(union > 0, inter / np.where(union > 0, union, 1), np.nan))
+
+
+def test_camvid_short_run_beats_the_majority_class(tmp_path):
+    import cv2
+    root = shared_data('camvid')
+    read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731
+                          sorted((root / 'annotations' / split).glob('*.png'))]
+    to_ignore = lambda labels: [np.where(l == 11, 255, l) for l in labels]  # noqa: E731
+    baseline = majority_class_miou(to_ignore(read('train')), to_ignore(read('val')), 11)
+    train_tool.main([
+        'configs/dpt_vitb_camvid.py', '--work-dir', str(tmp_path), '--data-root', str(root), '--cfg-options',
+        'model.backbone.name=vit_tiny_patch16_224', 'model.backbone.depth=4', 'model.backbone.out_indices=[0,1,2,3]',
+        'model.backbone.drop_path_rate=0.0', 'model.neck.hidden_channels=[32,64,128,192]',
+        'model.neck.fusion_channels=64', 'model.decode_head.in_channels=64',
+        'train_dataloader.dataset.pipeline.2.scale=[240,180]', 'train_dataloader.dataset.pipeline.3.crop_size=[176,240]',
+        'val_dataloader.dataset.pipeline.1.scale=[240,180]', 'train_dataloader.batch_size=8',
+        'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
+        'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
+        'optim_wrapper.optimizer.lr=1e-3', 'param_scheduler.0.end=20', 'param_scheduler.1.begin=20',
+        'param_scheduler.1.end=300', 'train_cfg.max_iters=300', 'train_cfg.val_interval=300',
+        'default_hooks.checkpoint.interval=300'])
+    # the Runner logged the validation mIoU of the last evaluation
+    log = next(tmp_path.glob('*/vis_data/scalars.json')).read_text().splitlines()
+    miou = [eval(line)['mIoU'] for line in log if 'mIoU' in line][-1]
+    print(f'CamVid val mIoU {miou:.2f} vs majority class {baseline:.2f}')
+    assert miou > 2 * baseline and miou > baseline + 8
+
+
+def test_seven_scenes_short_run_beats_predicting_the_mean_depth(tmp_path):
+    import cv2
+    root = shared_data('depth-7scenes')
+    read = lambda split: [cv2.imread(str(root / 'depth' / f'{stem}.png'), cv2.IMREAD_UNCHANGED).astype(np.float64)  # noqa: E731
+                          for stem in (root / f'{split}.txt').read_text().split()]
+    valid = lambda d: (d > 0) & (d < 65535)  # noqa: E731
+    train_mean = np.mean(np.concatenate([d[valid(d)] for d in read('train')])) / 1000
+    baseline = np.mean([np.mean(np.abs(train_mean - d[valid(d)] / 1000) / (d[valid(d)] / 1000)) for d in read('val')])
+    config = tmp_path / 'short_7scenes.py'
+    config.write_text(f"""
+_base_ = ['{ROOT / 'configs' / 'dpt_vitb_7scenes.py'}']
+model = dict(backbone=dict(name='vit_tiny_patch16_224', depth=4, out_indices=(0, 1, 2, 3), drop_path_rate=0.0),
+             neck=dict(hidden_channels=(32, 64, 128, 192), fusion_channels=64), decode_head=dict(in_channels=64))
+train_pipeline = [dict(type='LoadImage'), dict(type='LoadAnnotations', seg=False, depth=True),
+                  dict(type='RandomResize', scale=(320, 240), keep_ratio=True), dict(type='RandomFlip', prob=0.5),
+                  dict(type='PackDenseInputs')]
+test_pipeline = [dict(type='LoadImage'), dict(type='Resize', scale=(320, 240), keep_ratio=True),
+                 dict(type='LoadAnnotations', seg=False, depth=True), dict(type='PackDenseInputs')]
+train_dataloader = dict(batch_size=8, num_workers=0, persistent_workers=False,
+                        dataset=dict(data_root='{root}', pipeline=train_pipeline))
+val_dataloader = dict(num_workers=0, persistent_workers=False, dataset=dict(data_root='{root}', pipeline=test_pipeline))
+test_dataloader = val_dataloader
+optim_wrapper = dict(optimizer=dict(lr=1e-3))
+param_scheduler = [dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
+                   dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=200)]
+train_cfg = dict(max_iters=200, val_interval=200)
+default_hooks = dict(checkpoint=dict(interval=200))
+visualizer = dict(vis_backends=[dict(type='LocalVisBackend')])
+""")
+    train_tool.main([str(config), '--work-dir', str(tmp_path / 'work')])
+    log = next((tmp_path / 'work').glob('*/vis_data/scalars.json')).read_text().splitlines()
+    final = [eval(line) for line in log if 'abs_rel' in line][-1]
+    print(f"7-Scenes val AbsRel {final['abs_rel']:.3f} (mean-depth predictor {baseline:.3f}), d1 {final['d1']:.3f}")
+    assert final['abs_rel'] < 0.75 * baseline

@@ -1,0 +1,48 @@
+"""Train a model from a config with mmengine's Runner.
+
+    python tools/train.py configs/quickstart.py
+    python tools/train.py configs/dpt_vitb_ade20k.py --data-root /data/ade --amp
+    python tools/train.py CONFIG --resume                # continue from the work dir's last checkpoint
+    torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import heads  # noqa: E402,F401  (registers this project's parts)
+from heads.engine.launch import DictAction, enable_autocast, enable_resume, load_config, setup_launcher  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('config')
+    parser.add_argument('--work-dir', help='where logs and checkpoints go (default work_dirs/<config name>)')
+    parser.add_argument('--resume', nargs='?', const='auto', default=None,
+                        help='resume from this checkpoint, or (no value) from the latest in the work dir')
+    parser.add_argument('--amp', action='store_true', help='bf16 autocast (CPU or GPU)')
+    parser.add_argument('--data-root', help="override every dataset's data_root")
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None,
+                        help='override config keys, e.g. train_cfg.max_iters=100')
+    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    from mmengine.runner import Runner
+    args = parse_args(argv)
+    cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
+    if args.amp:
+        enable_autocast(cfg)
+    if args.resume:
+        enable_resume(cfg, None if args.resume == 'auto' else args.resume)
+    setup_launcher(cfg, args.launcher)
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    return runner
+
+
+if __name__ == '__main__':
+    main()
