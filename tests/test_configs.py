@@ -54,3 +54,15 @@ def test_ade20k_config_is_mmsegs_dpt_vitb_recipe():
     assert test_steps.index('Resize') < test_steps.index('LoadAnnotations')  # labels stay at original size
     assert cfg.model.backbone.out_indices == (2, 5, 8, 11) and cfg.model.neck.readout == 'project'
     assert cfg.test_dataloader.dataset.type == 'ADE20KDataset' and cfg.val_evaluator.type == 'IoUMetric'
+
+
+def test_cvt_experiment_differs_from_vit_only_in_the_backbone():
+    import heads
+    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
+    cvt = Config.fromfile(str(CONFIGS / 'dpt_cvt13_ade20k.py'))
+    differing = differing_keys(vit, cvt)
+    assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
+    assert cvt.model.backbone.name == 'cvt_13_224' and 'out_indices' not in cvt.model.backbone
+    backbone = heads.MODELS.build(dict(cvt.model.backbone, depths=(1, 1, 1)))
+    assert heads.backbone.backbone_description(backbone) == {
+        'in_channels': [64, 192, 384, 384], 'in_strides': [4, 8, 16, 16], 'prefix_names': []}

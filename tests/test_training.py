@@ -1,4 +1,5 @@
 """Training and evaluation through mmengine Runners and the tools: wiring, resume, autocast, learning."""
+import json
 import sys
 from pathlib import Path
 
@@ -77,7 +78,14 @@ def majority_class_miou(train_labels, val_labels, num_classes, ignore=255):
     return 100 * np.nanmean(np.where(union > 0, inter / np.where(union > 0, union, 1), np.nan))
 
 
-def test_camvid_short_run_beats_the_majority_class(tmp_path):
+TINY_VIT = ['model.backbone.name=vit_tiny_patch16_224', 'model.backbone.depth=4',
+            'model.backbone.out_indices=[0,1,2,3]']
+SMALL_CVT = ['model.backbone.name=cvt_13_224', 'model.backbone.depths=[1,1,2]', 'model.backbone.out_indices=[0,1,2,2]']
+
+
+@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150)], ids=['vit', 'cvt'])
+def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
+    """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2)."""
     import cv2
     root = shared_data('camvid')
     read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731
@@ -86,19 +94,18 @@ def test_camvid_short_run_beats_the_majority_class(tmp_path):
     baseline = majority_class_miou(to_ignore(read('train')), to_ignore(read('val')), 11)
     train_tool.main([
         'configs/dpt_vitb_camvid.py', '--work-dir', str(tmp_path), '--data-root', str(root), '--cfg-options',
-        'model.backbone.name=vit_tiny_patch16_224', 'model.backbone.depth=4', 'model.backbone.out_indices=[0,1,2,3]',
-        'model.backbone.drop_path_rate=0.0', 'model.neck.hidden_channels=[32,64,128,192]',
+        *backbone, 'model.backbone.drop_path_rate=0.0', 'model.neck.hidden_channels=[32,64,128,192]',
         'model.neck.fusion_channels=64', 'model.decode_head.in_channels=64',
         'train_dataloader.dataset.pipeline.2.scale=[240,180]', 'train_dataloader.dataset.pipeline.3.crop_size=[176,240]',
         'val_dataloader.dataset.pipeline.1.scale=[240,180]', 'train_dataloader.batch_size=8',
         'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
         'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
         'optim_wrapper.optimizer.lr=1e-3', 'param_scheduler.0.end=20', 'param_scheduler.1.begin=20',
-        'param_scheduler.1.end=300', 'train_cfg.max_iters=300', 'train_cfg.val_interval=300',
-        'default_hooks.checkpoint.interval=300'])
+        f'param_scheduler.1.end={iters}', f'train_cfg.max_iters={iters}', f'train_cfg.val_interval={iters}',
+        f'default_hooks.checkpoint.interval={iters}'])
     # the Runner logged the validation mIoU of the last evaluation
     log = next(tmp_path.glob('*/vis_data/scalars.json')).read_text().splitlines()
-    miou = [eval(line)['mIoU'] for line in log if 'mIoU' in line][-1]
+    miou = [json.loads(line)['mIoU'] for line in log if 'mIoU' in line][-1]
     print(f'CamVid val mIoU {miou:.2f} vs majority class {baseline:.2f}')
     assert miou > 2 * baseline and miou > baseline + 8
 
@@ -134,6 +141,6 @@ visualizer = dict(vis_backends=[dict(type='LocalVisBackend')])
 """)
     train_tool.main([str(config), '--work-dir', str(tmp_path / 'work')])
     log = next((tmp_path / 'work').glob('*/vis_data/scalars.json')).read_text().splitlines()
-    final = [eval(line) for line in log if 'abs_rel' in line][-1]
+    final = [json.loads(line) for line in log if 'abs_rel' in line][-1]
     print(f"7-Scenes val AbsRel {final['abs_rel']:.3f} (mean-depth predictor {baseline:.3f}), d1 {final['d1']:.3f}")
     assert final['abs_rel'] < 0.75 * baseline

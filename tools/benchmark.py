@@ -3,6 +3,7 @@
     python tools/benchmark.py                                   # ViT-B/16 and DeiT-S, batch 8, 224, fp32 + bf16
     python tools/benchmark.py --models vit_small_patch16_224 --batch 4 --dtypes fp32 --out results/bench.md
     python tools/benchmark.py --dpt --checkpointing                # DPT ViT-B/16 512x512 vs transformers
+    python tools/benchmark.py --models cvt_13_224 --dtypes fp32    # CvT-13 vs transformers' CvtForImageClassification
 
 Both models carry the same weights (ours loads the reference's state dict). Runs are interleaved (ours, reference,
 reference, ours, ...) so that drift on a busy machine and the order hit both alike; the ratio
@@ -25,8 +26,24 @@ from zoo.profiling import count_macs, count_params, peak_memory, time_forward  #
 DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
 
 
+def hf_cvt_reference(name: str):
+    """transformers' CvtForImageClassification with the sizes of our ``name`` (random init), or None."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    from zoo.registry import get_variant
+    kwargs = get_variant(name).kwargs
+    config = transformers.CvtConfig(embed_dim=list(kwargs['embed_dims']), num_heads=list(kwargs['num_heads']),
+                                    depth=list(kwargs['depths']), num_labels=1000)
+    return transformers.CvtForImageClassification(config)
+
+
 def reference_model(name: str):
-    """The timm model of the same name (random init), or None when timm lacks it or is not installed."""
+    """The reference of ``name`` (random init): transformers for CvT, else the timm model of the same name;
+    None when the reference library lacks it or is not installed."""
+    if name.startswith('cvt_'):
+        return hf_cvt_reference(name)
     try:
         import timm
     except ImportError:

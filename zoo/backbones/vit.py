@@ -12,7 +12,7 @@ from einops import rearrange
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed
+from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 
 
@@ -66,7 +66,7 @@ class ViTEncoder(nn.Module):
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm)
             for rate in rates)
-        self.apply(_init_linear)
+        self.apply(init_linear)
 
     @property
     def num_prefix_tokens(self) -> int:
@@ -109,13 +109,6 @@ class ViTEncoder(nn.Module):
         return maps
 
 
-def _init_linear(module: nn.Module) -> None:
-    if isinstance(module, nn.Linear):
-        nn.init.trunc_normal_(module.weight, std=0.02)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
-
-
 class ViTClassifier(ViTEncoder):
     """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens) and head.
 
@@ -137,7 +130,7 @@ class ViTClassifier(ViTEncoder):
 
     def _new_head(self) -> nn.Module:
         head = nn.Linear(self.embed_dim, self.num_classes) if self.num_classes else nn.Identity()
-        _init_linear(head)
+        init_linear(head)
         return head
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,12 +1,13 @@
 """The attention core: every backbone's token mixing and embedding parts."""
 from .attention import Attention
 from .block import Block, LayerNorm6
-from .layers import DropPath, Dropout, LayerScale, Mlp
+from .conv_bn import ConvBN
+from .layers import DropPath, Dropout, LayerScale, Mlp, QuickGELU, init_linear
 from .patch_embed import PatchEmbed
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .qkv import FusedQKV, SeparateQKV
+from .qkv import ConvQKV, FusedQKV, SeparateQKV
 from .tokens import PrefixTokens
 
-__all__ = ['Attention', 'Block', 'DropPath', 'Dropout', 'FusedQKV', 'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp',
-           'PatchEmbed', 'PrefixTokens', 'SeparateQKV', 'SinCosPosEmbed', 'resample_grid_embed', 'sincos_2d',
-           'square_grid']
+__all__ = ['Attention', 'Block', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'LayerNorm6', 'LayerScale',
+           'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'SeparateQKV', 'SinCosPosEmbed',
+           'resample_grid_embed', 'sincos_2d', 'square_grid', 'init_linear']

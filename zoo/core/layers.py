@@ -1,4 +1,4 @@
-"""Small parts of a transformer block: MLP, DropPath, LayerScale."""
+"""Small parts of a transformer block: MLP, QuickGELU, DropPath, LayerScale."""
 from __future__ import annotations
 
 import torch
@@ -30,6 +30,13 @@ class _GeluLinear(torch.autograd.Function):
         return grad_h, grad_weight.to(weight.dtype), None if grad_bias is None else grad_bias.to(weight.dtype)
 
 
+class QuickGELU(nn.Module):
+    """x * sigmoid(1.702 x): the GELU approximation of CLIP and of the official CvT code."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
 class Mlp(nn.Module):
     """fc1 -> act -> dropout -> fc2 -> dropout on the last axis.
 
@@ -57,6 +64,14 @@ class Mlp(nn.Module):
                                         else self.fc2.bias.to(dtype))
             return self.drop2(out)
         return self.drop2(self.fc2(self.drop1(self.act(h))))
+
+
+def init_linear(module: nn.Module) -> None:
+    """timm's ViT initialisation of Linear layers: truncated normal (std 0.02) weights, zero biases."""
+    if isinstance(module, nn.Linear):
+        nn.init.trunc_normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
 
 
 class _RandomDrop(nn.Module):

@@ -6,7 +6,10 @@ q 'b m c', k 'b n c', v 'b n c'.
 from __future__ import annotations
 
 import torch
+from einops import rearrange
 from torch import nn
+
+from .conv_bn import ConvBN
 
 
 class FusedQKV(nn.Linear):
@@ -32,3 +35,41 @@ class SeparateQKV(nn.Module):
     def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
         queries = x if num_queries is None else x[:, :num_queries]
         return self.q(queries), self.k(x), self.v(x)
+
+
+class ConvQKV(SeparateQKV):
+    """CvT's projection: per q/k/v a depthwise conv + BatchNorm on the token grid, then a Linear.
+
+    x is 'b (p + h w) c' with ``num_prefix`` leading tokens (CvT's CLS) that skip the convs and are put
+    back in front of each conv output before the Linears. q keeps the grid (``stride_q`` 1); k and v are
+    subsampled (``stride_kv`` 2): q 'b (p + h w) c', k and v 'b (p + h/2 w/2) c'.
+    """
+
+    def __init__(self, dim: int, bias: bool = True, kernel_size: int = 3, stride_q: int = 1, stride_kv: int = 2,
+                 num_prefix: int = 0):
+        super().__init__(dim, bias=bias)
+        self.num_prefix = num_prefix
+        self.conv_q = ConvBN(dim, kernel_size=kernel_size, stride=stride_q, depthwise=True)
+        self.conv_k = ConvBN(dim, kernel_size=kernel_size, stride=stride_kv, depthwise=True)
+        self.conv_v = ConvBN(dim, kernel_size=kernel_size, stride=stride_kv, depthwise=True)
+
+    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+        if grid is None:
+            raise ValueError("ConvQKV needs the token grid (h, w)")
+        p = self.num_prefix
+        prefix = x[:, :p]
+        # channels-last strides (a view when there is no prefix): the convs' outputs flatten back to tokens
+        # without a copy, and with a prefix the grid is made dense once here rather than by each conv
+        fmap = rearrange(x[:, p:], 'b (h w) c -> b c h w', h=grid[0], w=grid[1])
+        fmap = fmap.contiguous(memory_format=torch.channels_last)
+        q = self._project(self.conv_q, self.q, fmap, prefix)
+        k = self._project(self.conv_k, self.k, fmap, prefix)
+        v = self._project(self.conv_v, self.v, fmap, prefix)
+        return (q if num_queries is None else q[:, :num_queries]), k, v
+
+    @staticmethod
+    def _project(conv: nn.Module, linear: nn.Linear, fmap: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
+        tokens = rearrange(conv(fmap), 'b c h w -> b (h w) c')
+        if prefix.shape[1]:
+            tokens = torch.cat([prefix, tokens], dim=1)
+        return linear(tokens)

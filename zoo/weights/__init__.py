@@ -1,4 +1,4 @@
-"""Loading and converting checkpoints from other layouts (timm; HF, official and mmseg come with their issues)."""
+"""Loading and converting checkpoints from other layouts (timm, HF transformers, official; mmseg comes later)."""
 from .io import CheckpointError, UnsafeCheckpointError, read_state_dict
 from .load import CheckpointMismatchError, LoadReport, load_pretrained
 

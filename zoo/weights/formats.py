@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from torch import nn
 
+from .hf import FROM_HF
 from .io import CheckpointError
+from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
 
 
@@ -11,13 +13,16 @@ def _from_zoo(state: dict, family: str) -> dict:
     return state
 
 
-def _from_timm(state: dict, family: str) -> dict:
-    if family not in FROM_TIMM:
-        raise CheckpointError(f"no timm layout converter for the {family!r} family")
-    return FROM_TIMM[family](state)
+def _by_family(layout: str, table: dict):
+    def convert(state: dict, family: str) -> dict:
+        if family not in table:
+            raise CheckpointError(f"no {layout} layout converter for the {family!r} family")
+        return table[family](state)
+    return convert
 
 
-CONVERTERS = {'zoo': _from_zoo, 'timm': _from_timm}
+CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by_family('hf', FROM_HF),
+              'official': _by_family('official', FROM_OFFICIAL)}
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:

@@ -1,0 +1,25 @@
+"""The original authors' key layouts -> this project's, per backbone family.
+
+CvT (microsoft/CvT, ``lib/models/cls_cvt.py``): ``stage{i}.patch_embed.{proj,norm}``, ``stage{i}.cls_token``,
+``stage{i}.blocks.{j}.attn.conv_proj_{q,k,v}.{conv,bn}``, ``...attn.proj_{q,k,v}``, ``...attn.proj``,
+``norm1``/``norm2``/``mlp.fc1``/``mlp.fc2`` and the final ``norm``/``head`` (names as ours). Note that the
+official model runs its MLPs with QuickGELU: build with ``act='quick_gelu'`` to reproduce its outputs.
+"""
+from __future__ import annotations
+
+from .rename import rename_keys
+
+_CVT_RULES = [
+    (r'^stage(\d+)\.', r'stages.\1.'),
+    (r'^(stages\.\d+)\.cls_token$', r'\1.prefix.cls'),
+    (r'\.attn\.conv_proj_(q|k|v)\.bn\.', r'.attn.qkv.conv_\1.norm.'),
+    (r'\.attn\.conv_proj_(q|k|v)\.conv\.', r'.attn.qkv.conv_\1.conv.'),
+    (r'\.attn\.proj_(q|k|v)\.', r'.attn.qkv.\1.'),
+]
+
+
+def cvt_from_official(state: dict) -> dict:
+    return rename_keys(state, _CVT_RULES)
+
+
+FROM_OFFICIAL = {'cvt': cvt_from_official}
