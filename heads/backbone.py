@@ -6,12 +6,8 @@ import zoo
 from .registry import MODELS
 
 
-def build_zoo_backbone(name: str, pretrained=None, out_indices=None, **overrides):
-    """``zoo.create_backbone`` under a registry name; ``pretrained`` is a local checkpoint path."""
-    return zoo.create_backbone(name, pretrained=pretrained, out_indices=out_indices, **overrides)
-
-
-MODELS.register_module(name='ZooBackbone', module=build_zoo_backbone)
+# dict(type='ZooBackbone', name=..., pretrained=..., out_indices=..., **overrides) -> zoo.create_backbone(...)
+MODELS.register_module(name='ZooBackbone', module=zoo.create_backbone)
 
 
 def backbone_description(backbone) -> dict:

@@ -14,8 +14,10 @@ from pathlib import Path
 import torch
 
 from zoo.weights import CheckpointError, load_pretrained, read_state_dict
+from zoo.weights.rename import rename_keys
 
 from .models import DepthEstimator, Segmentor
+from .registry import MODELS
 
 HF_MEAN, HF_STD = (127.5, 127.5, 127.5), (127.5, 127.5, 127.5)  # DPTImageProcessor: 0.5 / 0.5 on 0-1
 
@@ -49,11 +51,9 @@ def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
         if match:
             qkv.setdefault((int(match[1]), match[3]), {})[match[2]] = value
             continue
-        if _UNUSED.match(key):
-            continue
-        for pattern, replacement in _RENAMES:
-            key = re.sub(pattern, replacement, key)
-        out[key] = value
+        if not _UNUSED.match(key):
+            out[key] = value
+    out = rename_keys(out, _RENAMES)
     for (block, kind), parts in qkv.items():
         out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts['query'], parts['key'], parts['value']])
     block_index = re.compile(r'^backbone\.blocks\.(\d+)\.')
@@ -101,7 +101,6 @@ def model_config_from_hf(config: dict) -> dict:
 
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     """Our Segmentor / DepthEstimator with the weights of an HF DPT ``save_pretrained`` folder (eval mode)."""
-    from .registry import MODELS
     folder = Path(folder)
     config_file = folder / 'config.json'
     if not config_file.is_file():

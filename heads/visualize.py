@@ -5,9 +5,9 @@ import cv2
 import numpy as np
 
 
-def default_palette(num_classes: int, seed: int = 0) -> np.ndarray:
-    """'k 3' uint8 colours, fixed by seed, for datasets without a palette."""
-    return np.random.default_rng(seed).integers(0, 256, (num_classes, 3), dtype=np.uint8)
+def default_palette(num_classes: int) -> list[list[int]]:
+    """mmseg's fallback colours for classes without a palette: ``RandomState(42).randint(0, 255, (k, 3))``."""
+    return np.random.RandomState(42).randint(0, 255, size=(num_classes, 3)).tolist()
 
 
 def colorize_labels(labels: np.ndarray, palette, ignore_index: int = 255) -> np.ndarray:

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -51,17 +52,22 @@ def reference_model(name: str):
     return timm.create_model(name, pretrained=False) if name in timm.list_models() else None
 
 
+def interleaved_rounds(measures: list, rounds: int) -> list[list[float]]:
+    """Seconds of each zero-argument ``measure`` (it returns its own duration) in each round; the order
+    alternates between rounds (AB BA ...) so that neither always runs first after the other."""
+    times = [[] for _ in measures]
+    for r in range(rounds):
+        for i in (range(len(measures)) if r % 2 == 0 else reversed(range(len(measures)))):
+            times[i].append(measures[i]())
+    return times
+
+
 def interleaved_times(models: list, x: torch.Tensor, amp_dtype, warmup: int, iters: int) -> list[list[float]]:
-    """Seconds per forward of each model in each round; the order alternates between rounds (AB BA ...)
-    so that neither model always runs first after the other."""
+    """Forward seconds of each model per round, after ``warmup`` untimed passes each."""
     for model in models:
         time_forward(model, x, amp_dtype=amp_dtype, warmup=warmup, iters=1)
-    times = [[] for _ in models]
-    for r in range(iters):
-        order = range(len(models)) if r % 2 == 0 else reversed(range(len(models)))
-        for i in order:
-            times[i].append(time_forward(models[i], x, amp_dtype=amp_dtype, warmup=0, iters=1))
-    return times
+    return interleaved_rounds([partial(time_forward, m, x, amp_dtype=amp_dtype, warmup=0, iters=1) for m in models],
+                              iters)
 
 
 def median(values: list[float]) -> float:
@@ -139,10 +145,7 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
         with torch.set_grad_enabled(grad):
             for call in calls:  # warm-up
                 call()
-            times = [[], []]
-            for r in range(rounds):
-                for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-                    times[i].append(time_call(calls[i]))
+            times = interleaved_rounds([partial(time_call, call) for call in calls], rounds)
             peaks = []
             for call in calls:
                 with peak_memory(x.device) as mem:

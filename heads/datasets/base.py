@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from mmengine.dataset import BaseDataset
 
 from .. import transforms  # noqa: F401  (registers the transforms the pipelines name)
@@ -14,11 +13,6 @@ from ..registry import TRANSFORMS
 def build_pipeline(pipeline) -> list:
     """Config dicts -> transforms (through :data:`heads.registry.TRANSFORMS`, so no default scope is needed)."""
     return [TRANSFORMS.build(t) if isinstance(t, dict) else t for t in pipeline or ()]
-
-
-def default_palette(num_classes: int) -> list[list[int]]:
-    """mmseg's fallback palette for classes without colours: ``RandomState(42).randint(0, 255, (k, 3))``."""
-    return np.random.RandomState(42).randint(0, 255, size=(num_classes, 3)).tolist()
 
 
 def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:

@@ -11,7 +11,8 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from ..registry import DATASETS
-from .base import DenseDataset, default_palette
+from ..visualize import default_palette
+from .base import DenseDataset
 
 
 def ann_to_mask(segmentation, height: int, width: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..registry import DATASETS
-from .base import DenseDataset, default_palette, list_files
+from ..visualize import default_palette
+from .base import DenseDataset, list_files
 
 
 @DATASETS.register_module()

@@ -1,6 +1,7 @@
 """The shared part of the task models: backbone -> DPT neck -> head, inference strategies, outputs per image."""
 from __future__ import annotations
 
+from abc import abstractmethod
 from functools import partial
 
 import torch
@@ -89,8 +90,10 @@ class DenseModel(BaseModel):
             self.store_prediction(sample, out[0])
         return data_samples
 
+    @abstractmethod
     def store_prediction(self, sample, output: torch.Tensor) -> None:
-        raise NotImplementedError
+        """Put one image's output 'k h w' (original size) on its data sample."""
 
+    @abstractmethod
     def loss(self, inputs: torch.Tensor, data_samples) -> dict:
-        raise NotImplementedError
+        """The task's losses for a batch."""
