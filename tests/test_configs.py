@@ -66,3 +66,14 @@ def test_cvt_experiment_differs_from_vit_only_in_the_backbone():
     backbone = heads.MODELS.build(dict(cvt.model.backbone, depths=(1, 1, 1)))
     assert heads.backbone.backbone_description(backbone) == {
         'in_channels': [64, 192, 384, 384], 'in_strides': [4, 8, 16, 16], 'prefix_names': []}
+
+
+def test_coatnet_experiment_differs_from_vit_only_in_the_backbone():
+    import heads
+    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
+    coatnet = Config.fromfile(str(CONFIGS / 'dpt_coatnet0_ade20k.py'))
+    differing = differing_keys(vit, coatnet)
+    assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
+    backbone = heads.MODELS.build(dict(coatnet.model.backbone, depths=(1, 1, 1, 1)))
+    assert heads.backbone.backbone_description(backbone) == {
+        'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}

@@ -81,11 +81,16 @@ def majority_class_miou(train_labels, val_labels, num_classes, ignore=255):
 TINY_VIT = ['model.backbone.name=vit_tiny_patch16_224', 'model.backbone.depth=4',
             'model.backbone.out_indices=[0,1,2,3]']
 SMALL_CVT = ['model.backbone.name=cvt_13_224', 'model.backbone.depths=[1,1,2]', 'model.backbone.out_indices=[0,1,2,2]']
+SMALL_COATNET = ['model.backbone.name=coatnet_0_rw_224', 'model.backbone.depths=[1,1,1,1]',
+                 'model.backbone.embed_dims=[32,64,128,256]', 'model.backbone.stem_widths=[16,32]',
+                 'model.backbone.out_indices=[1,2,3,4]']
 
 
-@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150)], ids=['vit', 'cvt'])
+@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150), (SMALL_COATNET, 80)],
+                         ids=['vit', 'cvt', 'coatnet'])
 def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
-    """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2)."""
+    """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2; CoAtNet-0 with
+    one block per stage, a third of its widths)."""
     import cv2
     root = shared_data('camvid')
     read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731

@@ -2,12 +2,13 @@
 from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
-from .layers import DropPath, Dropout, LayerScale, Mlp, QuickGELU, init_linear
+from .layers import DropPath, Dropout, LayerScale, Mlp, QuickGELU, activate, grad_free, init_linear
 from .patch_embed import PatchEmbed
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
+from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .qkv import ConvQKV, FusedQKV, SeparateQKV
 from .tokens import PrefixTokens
 
 __all__ = ['Attention', 'Block', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'LayerNorm6', 'LayerScale',
-           'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'SeparateQKV', 'SinCosPosEmbed',
-           'resample_grid_embed', 'sincos_2d', 'square_grid', 'init_linear']
+           'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'SinCosPosEmbed',
+           'activate', 'grad_free', 'resample_grid_embed', 'sincos_2d', 'square_grid', 'init_linear', 'resize_offset_table']

@@ -70,7 +70,7 @@ class Attention(nn.Module):
         """The mask and the position bias merged into one attention bias (or None)."""
         if self.pos_bias is None:
             return mask
-        bias = self.pos_bias(grid).to(dtype)  # h m n
+        bias = self.pos_bias(grid).to(dtype)[None]  # 1 h m n (4-D: CPU flash attention takes it)
         if mask is None:
             return bias
         if mask.dtype == torch.bool:

@@ -30,6 +30,26 @@ class _GeluLinear(torch.autograd.Function):
         return grad_h, grad_weight.to(weight.dtype), None if grad_bias is None else grad_bias.to(weight.dtype)
 
 
+def grad_free(x: torch.Tensor) -> bool:
+    """True when autograd will not need x (inference): then x may be overwritten instead of copied."""
+    return not (torch.is_grad_enabled() and x.requires_grad)
+
+
+def activate(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``act(x)``, computed in place for GELU/SiLU/ReLU when x is a grad-free intermediate.
+
+    On CPU a fresh map-sized output costs page faults that take as long as the activation itself.
+    """
+    if grad_free(x):
+        if type(act) is nn.GELU:
+            return torch.ops.aten.gelu_(x, approximate=act.approximate)
+        if type(act) is nn.SiLU:
+            return F.silu(x, inplace=True)
+        if type(act) is nn.ReLU:
+            return F.relu(x, inplace=True)
+    return act(x)
+
+
 class QuickGELU(nn.Module):
     """x * sigmoid(1.702 x): the GELU approximation of CLIP and of the official CvT code."""
 
@@ -38,21 +58,22 @@ class QuickGELU(nn.Module):
 
 
 class Mlp(nn.Module):
-    """fc1 -> act -> dropout -> fc2 -> dropout on the last axis.
+    """fc1 -> act -> dropout -> fc2 -> dropout on the last axis (``drop``: one rate, or (hidden, output)).
 
     With GELU and no hidden dropout, training recomputes the activation in backward instead of storing it
     (identical values and gradients, one 'b n hidden' tensor less per block).
     """
 
     def __init__(self, dim: int, hidden_dim: int, out_dim: int | None = None, act_layer=nn.GELU,
-                 drop: float = 0.0):
+                 drop: float | tuple[float, float] = 0.0):
         super().__init__()
+        hidden_drop, out_drop = drop if isinstance(drop, tuple) else (drop, drop)
         self.fc1 = nn.Linear(dim, hidden_dim)
         self.act = act_layer()
-        self.drop1 = nn.Dropout(drop) if drop else nn.Identity()
+        self.drop1 = nn.Dropout(hidden_drop) if hidden_drop else nn.Identity()
         self.fc2 = nn.Linear(hidden_dim, out_dim or dim)
-        self.drop2 = nn.Dropout(drop) if drop else nn.Identity()
-        self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not drop
+        self.drop2 = nn.Dropout(out_drop) if out_drop else nn.Identity()
+        self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not hidden_drop
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
@@ -63,7 +84,7 @@ class Mlp(nn.Module):
                 out = _GeluLinear.apply(h, self.fc2.weight.to(dtype), None if self.fc2.bias is None
                                         else self.fc2.bias.to(dtype))
             return self.drop2(out)
-        return self.drop2(self.fc2(self.drop1(self.act(h))))
+        return self.drop2(self.fc2(self.drop1(activate(self.act, h))))
 
 
 def init_linear(module: nn.Module) -> None:

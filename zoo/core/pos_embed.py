@@ -65,6 +65,8 @@ class LearnedPosEmbed(nn.Module):
             return self.weight
         return resample_grid_embed(self.weight, grid, self.grid, self.num_prefix, self.mode, self.antialias)
 
+    checkpoint_key = 'weight'  # the parameter load_pretrained resizes with resample_checkpoint
+
     def resample_checkpoint(self, weight: torch.Tensor, old_grid: Grid | None = None) -> torch.Tensor:
         """A checkpoint's embedding (its own grid, same prefix rows) resampled to this module's grid."""
         old_grid = old_grid or square_grid(weight.shape[1] - self.num_prefix)

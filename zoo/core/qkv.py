@@ -13,10 +13,10 @@ from .conv_bn import ConvBN
 
 
 class FusedQKV(nn.Linear):
-    """q, k and v from one Linear (c -> 3c), laid out [q | k | v] as in timm's ``attn.qkv``."""
+    """q, k and v from one Linear (in_dim -> 3 dim), laid out [q | k | v] as in timm's ``attn.qkv``."""
 
-    def __init__(self, dim: int, bias: bool = True):
-        super().__init__(dim, 3 * dim, bias=bias)
+    def __init__(self, dim: int, bias: bool = True, in_dim: int | None = None):
+        super().__init__(in_dim or dim, 3 * dim, bias=bias)
 
     def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
         q, k, v = super().forward(x).chunk(3, dim=-1)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from torch import nn
 
-from ..core import LearnedPosEmbed
 from .formats import to_zoo_layout
 from .io import CheckpointError, read_state_dict
 
@@ -29,10 +28,14 @@ class LoadReport:
 
 
 def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list[str]:
+    """Position tables (modules with ``checkpoint_key`` and ``resample_checkpoint``: learned absolute
+    embeddings, relative bias tables) of another grid, resampled to the model's."""
     resized = []
     for name, module in model.named_modules():
-        key = f'{name}.weight' if name else 'weight'
-        if isinstance(module, LearnedPosEmbed) and key in state and state[key].shape != target[key].shape:
+        if not hasattr(module, 'resample_checkpoint'):
+            continue
+        key = f'{name}.{module.checkpoint_key}' if name else module.checkpoint_key
+        if key in state and key in target and state[key].shape != target[key].shape:
             try:
                 state[key] = module.resample_checkpoint(state[key])
             except ValueError as err:

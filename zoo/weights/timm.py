@@ -1,6 +1,13 @@
 """timm's key layout -> this project's, per backbone family."""
 from __future__ import annotations
 
+import re
+
+from einops import rearrange
+
+from ..core.pos_embed import square_grid
+from .rename import rename_keys
+
 # timm ViT/DeiT keep prefix tokens and the position table as bare parameters.
 _VIT_RENAMES = {'cls_token': 'prefix.cls', 'dist_token': 'prefix.dist', 'reg_token': 'prefix.registers',
                 'pos_embed': 'pos_embed.weight'}
@@ -10,4 +17,32 @@ def vit_from_timm(state: dict) -> dict:
     return {_VIT_RENAMES.get(k, k): v for k, v in state.items()}
 
 
-FROM_TIMM = {'vit': vit_from_timm}
+# CoAtNet (timm's MaxxVit): MBConv conv + BN pairs become ConvBN modules, the early SE their gate.
+_MBCONV_RULES = [(r'\.conv1_1x1\.', '.conv1.conv.'), (r'\.norm1\.', '.conv1.norm.'),
+                 (r'\.conv2_kxk\.', '.conv2.conv.'), (r'\.norm2\.', '.conv2.norm.'),
+                 (r'\.se_early\.', '.conv2.gate.'), (r'\.conv3_1x1\.', '.conv3.')]
+_COATNET_RULES = [(r'^stem\.conv1\.', 'stem.conv1.conv.'), (r'^stem\.norm1\.', 'stem.conv1.norm.'),
+                  (r'\.norm1\.norm\.', '.norm1.'), (r'\.attn\.rel_pos\.mlp\.', '.attn.pos_bias.mlp.'),
+                  (r'\.attn\.rel_pos\.relative_position_bias_table$', '.attn.pos_bias.table'),
+                  (r'^head\.norm\.', 'norm.'), (r'^head\.pre_logits\.fc\.', 'pre_logits.'), (r'^head\.fc\.', 'head.')]
+_COATNET_HEAD_DIM = 32
+
+
+def coatnet_from_timm(state: dict) -> dict:
+    """timm MaxxVit CoAtNet keys and tensor layouts -> :mod:`zoo.backbones.coatnet`."""
+    conv_blocks = tuple({k.split('.conv1_1x1.')[0] + '.' for k in state if '.conv1_1x1.' in k})
+    conv_part = {k: v for k, v in state.items() if k.startswith(conv_blocks)}
+    state = {**{k: v for k, v in state.items() if k not in conv_part}, **rename_keys(conv_part, _MBCONV_RULES)}
+    out = {}
+    for key, value in rename_keys(state, _COATNET_RULES).items():
+        if re.search(r'\.(attn\.(qkv|proj)|mlp\.fc[12])\.weight$', key) and value.ndim == 4:
+            value = value.flatten(1)  # 1x1 conv -> Linear
+        if re.search(r'\.attn\.qkv\.(weight|bias)$', key):  # rows '(heads three d)' -> '(three heads d)'
+            value = rearrange(value, '(h three d) ... -> (three h d) ...', three=3, d=_COATNET_HEAD_DIM)
+        if key.endswith('.attn.pos_bias.table') and value.ndim == 2:  # '(dy dx) heads' -> 'heads dy dx'
+            value = rearrange(value, '(dy dx) heads -> heads dy dx', dy=square_grid(value.shape[0])[0])
+        out[key] = value
+    return out
+
+
+FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm}

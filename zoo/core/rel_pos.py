@@ -1,0 +1,151 @@
+"""Relative position biases for :class:`zoo.core.Attention`'s ``pos_bias`` hook, defined for any grid.
+
+A bias module maps the token grid (h, w) to an additive attention bias 'heads (h w) (h w)': for the
+query at (y, x) and the key at (y', x') it reads an offset table 'heads (2h-1) (2w-1)' at
+(y - y' + h - 1, x - x' + w - 1).
+
+- :class:`RelPosBias` learns the table for the grid it is built for and resizes it, differentiably, to
+  the grid of each input, with the geometric-progression resampling of BEiT/timm (the offsets near zero
+  keep their spacing, the far ones are stretched; linear interpolation, clamped at the edges): a model
+  built for 224 and run at 384 computes what timm builds for 384 with its checkpoint filter.
+- :class:`RelPosMlp` computes the table with a small MLP of log-spaced offsets (Swin-V2 style, timm's
+  'cr' mode), so it is exact at every grid.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch import nn
+
+from .layers import Mlp
+
+Grid = tuple[int, int]
+
+
+def _stretch_ratio(src: int, dst: int) -> float:
+    """q with 1 + q + ... + q**(src//2 - 1) ~= dst // 2, by bisection on [1.01, 1.5] (BEiT's rule)."""
+    low, high = 1.01, 1.5
+    while high - low > 1e-6:
+        q = (low + high) / 2.0
+        if (1.0 - q ** (src // 2)) / (1.0 - q) > dst // 2:
+            high = q
+        else:
+            low = q
+    return q
+
+
+@functools.lru_cache(maxsize=64)
+def offset_resize_matrix(src: int, dst: int) -> torch.Tensor:
+    """'dst src' linear-interpolation weights taking ``src`` offsets (2n-1 of them) to ``dst`` offsets.
+
+    The source offsets sit at 0, +-1, +-(1 + q), +-(1 + q + q**2), ...; the targets at the integers
+    -(dst//2) .. dst//2. Targets beyond the outermost source offset take its value.
+    """
+    q = _stretch_ratio(src, dst)
+    steps, position = [], 1.0
+    for i in range(src // 2):
+        steps.append(position)
+        position += q ** (i + 1)
+    source = torch.tensor([-s for s in reversed(steps)] + [0.0] + steps)
+    target = torch.arange(-(dst // 2), dst // 2 + 0.1, 1.0)
+    right = torch.bucketize(target, source).clamp(max=src - 1)
+    left = (right - 1).clamp(min=0)
+    to_left = (target - source[left]).clamp(min=0)    # distance to the left source offset
+    to_right = (source[right] - target).clamp(min=0)
+    total = to_left + to_right
+    on_point = total == 0
+    weights = torch.zeros(dst, src)
+    rows = torch.arange(dst)
+    weights[rows, left] += torch.where(on_point, 0.0, to_right / total.where(~on_point, 1.0))
+    weights[rows, right] += torch.where(on_point, 1.0, to_left / total.where(~on_point, 1.0))
+    return weights
+
+
+def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
+    """'heads H W -> heads h w' offset table resampled to ``size`` = (2h-1, 2w-1) (identity if equal)."""
+    if tuple(table.shape[1:]) == tuple(size):
+        return table
+    rows = offset_resize_matrix(table.shape[1], size[0]).to(table)
+    cols = offset_resize_matrix(table.shape[2], size[1]).to(table)
+    return rows @ table @ cols.T
+
+
+@functools.lru_cache(maxsize=32)
+def relative_offsets(grid: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row and column indices '(h w) (h w)' of each query-key offset in a 'heads (2h-1) (2w-1)' table."""
+    h, w = grid
+    ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing='ij')
+    ys, xs = ys.flatten(), xs.flatten()
+    return ys[:, None] - ys[None, :] + h - 1, xs[:, None] - xs[None, :] + w - 1
+
+
+class _RelativeBias(nn.Module):
+    """Subclasses give ``offset_table(grid)`` 'heads (2h-1) (2w-1)'; forward expands it per token pair.
+
+    Without autograd (inference) the expanded bias of the last grid is kept until a parameter changes.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._cached: tuple | None = None
+
+    def offset_table(self, grid: Grid) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, grid: Grid) -> torch.Tensor:
+        if grid is None:
+            raise ValueError(f"{type(self).__name__} needs the token grid (h, w)")
+        grid = (int(grid[0]), int(grid[1]))
+        params = list(self.parameters())
+        key = (grid, self.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), tuple((p.device, p.dtype, p._version, p.data_ptr()) for p in params))
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        rows, cols = relative_offsets(grid)
+        table = self.offset_table(grid)
+        bias = table[:, rows.to(table.device), cols.to(table.device)]  # heads (h w) (h w)
+        grad_needed = torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        self._cached = None if grad_needed or self.training else (key, bias)
+        return bias
+
+
+class RelPosBias(_RelativeBias):
+    """Learned offset ``table`` 'heads (2h-1) (2w-1)' for the build ``window`` (h, w), resized per input grid."""
+
+    def __init__(self, window: Grid, num_heads: int):
+        super().__init__()
+        self.window = tuple(window)
+        self.table = nn.Parameter(torch.zeros(num_heads, 2 * self.window[0] - 1, 2 * self.window[1] - 1))
+        nn.init.trunc_normal_(self.table, std=0.02)
+
+    def offset_table(self, grid: Grid) -> torch.Tensor:
+        return resize_offset_table(self.table, (2 * grid[0] - 1, 2 * grid[1] - 1))
+
+    checkpoint_key = 'table'  # the parameter load_pretrained resizes with resample_checkpoint
+
+    def resample_checkpoint(self, table: torch.Tensor) -> torch.Tensor:
+        """A checkpoint's table (another build window) resized to this module's window."""
+        return resize_offset_table(table, tuple(self.table.shape[1:]))
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, num_heads={self.table.shape[0]}"
+
+
+def log_offsets(grid: Grid) -> torch.Tensor:
+    """'(2h-1) (2w-1) 2' offsets (dy, dx) mapped by sign(d) * log(1 + |d|) (timm's 'cr' coordinates)."""
+    dy = torch.arange(-(grid[0] - 1), grid[0], dtype=torch.float32)
+    dx = torch.arange(-(grid[1] - 1), grid[1], dtype=torch.float32)
+    coords = torch.stack(torch.meshgrid(dy, dx, indexing='ij'), dim=-1)
+    return coords.sign() * coords.abs().log1p()
+
+
+class RelPosMlp(_RelativeBias):
+    """Offset table from an MLP (2 -> hidden -> heads, ReLU, dropout after the hidden layer) of log offsets."""
+
+    def __init__(self, num_heads: int, hidden_dim: int = 512, drop: float = 0.125):
+        super().__init__()
+        self.mlp = Mlp(2, hidden_dim, out_dim=num_heads, act_layer=nn.ReLU, drop=(drop, 0.0))
+
+    def offset_table(self, grid: Grid) -> torch.Tensor:
+        coords = log_offsets(grid).to(self.mlp.fc1.weight)
+        return self.mlp(coords).permute(2, 0, 1)  # '(2h-1) (2w-1) heads -> heads (2h-1) (2w-1)'
