@@ -77,3 +77,14 @@ def test_coatnet_experiment_differs_from_vit_only_in_the_backbone():
     backbone = heads.MODELS.build(dict(coatnet.model.backbone, depths=(1, 1, 1, 1)))
     assert heads.backbone.backbone_description(backbone) == {
         'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}
+
+
+def test_crossvit_experiment_differs_from_vit_only_in_the_backbone():
+    import heads
+    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
+    crossvit = Config.fromfile(str(CONFIGS / 'dpt_crossvits_ade20k.py'))
+    differing = differing_keys(vit, crossvit)
+    assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
+    backbone = heads.MODELS.build(dict(crossvit.model.backbone, depths=((1, 1, 0),) * 3))
+    assert heads.backbone.backbone_description(backbone) == {
+        'in_channels': [576] * 4, 'in_strides': [16] * 4, 'prefix_names': ['cls']}

@@ -84,13 +84,15 @@ SMALL_CVT = ['model.backbone.name=cvt_13_224', 'model.backbone.depths=[1,1,2]', 
 SMALL_COATNET = ['model.backbone.name=coatnet_0_rw_224', 'model.backbone.depths=[1,1,1,1]',
                  'model.backbone.embed_dims=[32,64,128,256]', 'model.backbone.stem_widths=[16,32]',
                  'model.backbone.out_indices=[1,2,3,4]']
+SMALL_CROSSVIT = ['model.backbone.name=crossvit_tiny_240', 'model.backbone.depths=[[1,1,0],[1,1,0]]',
+                  'model.backbone.out_indices=[0,0,1,1]']
 
 
-@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150), (SMALL_COATNET, 80)],
-                         ids=['vit', 'cvt', 'coatnet'])
+@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150), (SMALL_COATNET, 80),
+                                               (SMALL_CROSSVIT, 100)], ids=['vit', 'cvt', 'coatnet', 'crossvit'])
 def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
     """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2; CoAtNet-0 with
-    one block per stage, a third of its widths)."""
+    one block per stage, a third of its widths; CrossViT-Ti with two multi-scale blocks of one block per branch)."""
     import cv2
     root = shared_data('camvid')
     read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731

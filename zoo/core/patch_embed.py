@@ -9,17 +9,20 @@ class PatchEmbed(nn.Module):
     """'b c H W -> b (h w) d' with one conv, returning the tokens and their grid (h, w).
 
     ``kernel = stride = patch_size`` (ViT's non-overlapping patches) unless ``stride``/``padding`` are
-    given (overlapping conv token embedding, e.g. CvT's 7x7 stride 4 pad 2).
+    given (overlapping conv token embedding, e.g. CvT's 7x7 stride 4 pad 2). ``proj`` replaces the conv by
+    a module that maps each ``patch_size`` tile to one token all the same (CrossViT's multi-conv stem).
     """
 
     def __init__(self, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, *,
-                 stride: int | None = None, padding: int = 0, bias: bool = True, norm_layer=None):
+                 stride: int | None = None, padding: int = 0, bias: bool = True, norm_layer=None,
+                 proj: nn.Module | None = None):
         super().__init__()
         self.patch_size = patch_size
         self.stride = patch_size if stride is None else stride
         self.padding = padding
         self.in_chans = in_chans
-        self.proj = nn.Conv2d(in_chans, embed_dim, patch_size, self.stride, padding, bias=bias)
+        self.proj = proj if proj is not None else nn.Conv2d(in_chans, embed_dim, patch_size, self.stride, padding,
+                                                            bias=bias)
         self.norm = norm_layer(embed_dim) if norm_layer else nn.Identity()
 
     @property

@@ -4,10 +4,14 @@ CvT (microsoft/CvT, ``lib/models/cls_cvt.py``): ``stage{i}.patch_embed.{proj,nor
 ``stage{i}.blocks.{j}.attn.conv_proj_{q,k,v}.{conv,bn}``, ``...attn.proj_{q,k,v}``, ``...attn.proj``,
 ``norm1``/``norm2``/``mlp.fc1``/``mlp.fc2`` and the final ``norm``/``head`` (names as ours). Note that the
 official model runs its MLPs with QuickGELU: build with ``act='quick_gelu'`` to reproduce its outputs.
+
+CrossViT (IBM/CrossViT): timm's layout but ``pos_embed.{i}`` / ``cls_token.{i}`` parameter lists; one converter
+reads both.
 """
 from __future__ import annotations
 
 from .rename import rename_keys
+from .timm import crossvit_from_timm
 
 _CVT_RULES = [
     (r'^stage(\d+)\.', r'stages.\1.'),
@@ -22,4 +26,4 @@ def cvt_from_official(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_OFFICIAL = {'cvt': cvt_from_official}
+FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm}

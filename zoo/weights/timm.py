@@ -45,4 +45,17 @@ def coatnet_from_timm(state: dict) -> dict:
     return out
 
 
-FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm}
+# CrossViT: timm names the per-branch tables pos_embed_0 / cls_token_0 (the official IBM code pos_embed.0 /
+# cls_token.0, otherwise the same keys); the cross-attention's wq/wk/wv are our SeparateQKV's q/k/v.
+_CROSSVIT_RULES = [(r'^pos_embed[._](\d+)$', r'branches.\1.pos_embed.weight'),
+                   (r'^cls_token[._](\d+)$', r'branches.\1.prefix.cls'),
+                   (r'^patch_embed\.(\d+)\.', r'branches.\1.patch_embed.'),
+                   (r'\.attn\.w([qkv])\.', r'.attn.qkv.\1.')]
+
+
+def crossvit_from_timm(state: dict) -> dict:
+    """timm's or the official CrossViT keys -> :mod:`zoo.backbones.crossvit`."""
+    return rename_keys(state, _CROSSVIT_RULES)
+
+
+FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm}
