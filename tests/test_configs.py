@@ -3,21 +3,9 @@ from pathlib import Path
 
 from mmengine.config import Config
 
+from heads.engine.config_diff import differing_keys
+
 CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
-
-
-def flatten(value, prefix=''):
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            out.update(flatten(item, f'{prefix}{key}.'))
-        return out
-    return {prefix[:-1]: value}
-
-
-def differing_keys(a: Config, b: Config) -> set[str]:
-    fa, fb = flatten(a.to_dict()), flatten(b.to_dict())
-    return {k for k in fa.keys() | fb.keys() if fa.get(k) != fb.get(k)}
 
 
 def test_ade20k_and_camvid_experiments_differ_only_in_the_dataset_part():
