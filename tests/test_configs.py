@@ -1,6 +1,7 @@
 """Configs: the ADE20K recipe is mmseg's, and experiments differ only where they should."""
 from pathlib import Path
 
+import pytest
 from mmengine.config import Config
 
 from heads.engine.config_diff import differing_keys
@@ -44,35 +45,20 @@ def test_ade20k_config_is_mmsegs_dpt_vitb_recipe():
     assert cfg.test_dataloader.dataset.type == 'ADE20KDataset' and cfg.val_evaluator.type == 'IoUMetric'
 
 
-def test_cvt_experiment_differs_from_vit_only_in_the_backbone():
+@pytest.mark.parametrize('config,name,small,description', [
+    ('dpt_cvt13_ade20k.py', 'cvt_13_224', dict(depths=(1, 1, 1)),
+     {'in_channels': [64, 192, 384, 384], 'in_strides': [4, 8, 16, 16], 'prefix_names': []}),
+    ('dpt_coatnet0_ade20k.py', 'coatnet_0_rw_224', dict(depths=(1, 1, 1, 1)),
+     {'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}),
+    ('dpt_crossvits_ade20k.py', 'crossvit_small_240', dict(depths=((1, 1, 0),) * 3),
+     {'in_channels': [576] * 4, 'in_strides': [16] * 4, 'prefix_names': ['cls']}),
+])
+def test_backbone_experiments_differ_from_vit_only_in_the_backbone(config, name, small, description):
     import heads
     vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
-    cvt = Config.fromfile(str(CONFIGS / 'dpt_cvt13_ade20k.py'))
-    differing = differing_keys(vit, cvt)
+    other = Config.fromfile(str(CONFIGS / config))
+    differing = differing_keys(vit, other)
     assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
-    assert cvt.model.backbone.name == 'cvt_13_224' and 'out_indices' not in cvt.model.backbone
-    backbone = heads.MODELS.build(dict(cvt.model.backbone, depths=(1, 1, 1)))
-    assert heads.backbone.backbone_description(backbone) == {
-        'in_channels': [64, 192, 384, 384], 'in_strides': [4, 8, 16, 16], 'prefix_names': []}
-
-
-def test_coatnet_experiment_differs_from_vit_only_in_the_backbone():
-    import heads
-    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
-    coatnet = Config.fromfile(str(CONFIGS / 'dpt_coatnet0_ade20k.py'))
-    differing = differing_keys(vit, coatnet)
-    assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
-    backbone = heads.MODELS.build(dict(coatnet.model.backbone, depths=(1, 1, 1, 1)))
-    assert heads.backbone.backbone_description(backbone) == {
-        'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}
-
-
-def test_crossvit_experiment_differs_from_vit_only_in_the_backbone():
-    import heads
-    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k.py'))
-    crossvit = Config.fromfile(str(CONFIGS / 'dpt_crossvits_ade20k.py'))
-    differing = differing_keys(vit, crossvit)
-    assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
-    backbone = heads.MODELS.build(dict(crossvit.model.backbone, depths=((1, 1, 0),) * 3))
-    assert heads.backbone.backbone_description(backbone) == {
-        'in_channels': [576] * 4, 'in_strides': [16] * 4, 'prefix_names': ['cls']}
+    assert other.model.backbone.name == name and 'out_indices' not in other.model.backbone  # its default levels
+    backbone = heads.MODELS.build(dict(other.model.backbone, **small))
+    assert heads.backbone.backbone_description(backbone) == description

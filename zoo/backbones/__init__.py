@@ -6,5 +6,6 @@ from .cvt import CvTBackbone, CvTClassifier, CvTEncoder
 from .deit import DistilledBackbone, DistilledClassifier
 from .vit import ViTBackbone, ViTClassifier, ViTEncoder
 
-__all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBackbone', 'CrossViTClassifier', 'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier', 'ViTBackbone',
-           'ViTClassifier', 'ViTEncoder']
+__all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBackbone', 'CrossViTClassifier',
+           'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier',
+           'ViTBackbone', 'ViTClassifier', 'ViTEncoder']

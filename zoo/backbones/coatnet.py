@@ -17,18 +17,16 @@ head-interleaved qkv rows are reordered, flat bias tables become 'heads (2h-1) (
 """
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from einops import rearrange
 from torch import nn
 
-from ..core import (Attention, Block, ConvBN, DropPath, FusedQKV, RelPosBias, RelPosMlp, activate, grad_free,
-                    init_linear)
+from ..core import (Attention, Block, ConvBN, DropPath, FusedQKV, LayerNorm6, RelPosBias, RelPosMlp, activate,
+                    grad_free, init_linear)
 from ..registry import register_variant
+from .common import pair, tap_indices
 
 ACTS = {'gelu': nn.GELU, 'silu': nn.SiLU, 'relu': nn.ReLU}
-LayerNorm6 = partial(nn.LayerNorm, eps=1e-6)
 HEAD_DIM = 32  # attention head width of every CoAtNet
 
 
@@ -216,7 +214,7 @@ class CoAtNetEncoder(nn.Module):
                  rel_pos: str = 'bias', rel_pos_dim: int = 512, attn_drop_rate: float = 0.0,
                  drop_path_rate: float = 0.0, num_stages: int | None = None):
         super().__init__()
-        size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        size = pair(img_size)
         self.embed_dims = list(embed_dims)
         self.stem = Stem(in_chans, stem_widths, ACTS[act])
         rates = torch.linspace(0, drop_path_rate, sum(depths)).split(list(depths))
@@ -287,11 +285,8 @@ class CoAtNetBackbone(CoAtNetEncoder):
     """
     prefix_names: list[str] = []
 
-    def __init__(self, out_indices=(1, 2, 3, 4), **kwargs):
-        n = len(kwargs.get('depths', (2, 3, 5, 2))) + 1
-        taps = tuple(i + n if i < 0 else i for i in out_indices)
-        if not taps or any(not 0 <= i < n for i in taps) or list(taps) != sorted(taps):
-            raise ValueError(f"out_indices must be increasing indices in [0, {n}) (0 = stem), got {out_indices}")
+    def __init__(self, out_indices=None, **kwargs):
+        taps = tap_indices(out_indices, (1, 2, 3, 4), len(kwargs.get('depths', (2, 3, 5, 2))) + 1, 'stem (0) or stage')
         super().__init__(num_stages=max(taps), **kwargs)
         self.out_indices = taps
         self.out_channels = [self.widths[i] for i in taps]

@@ -21,6 +21,7 @@ from torch import nn
 from ..core import (Attention, Block, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens, SeparateQKV,
                     init_linear)
 from ..registry import register_variant
+from .common import pair, tap_indices
 
 
 def multi_conv_stem(patch_size: int, in_chans: int, dim: int) -> nn.Sequential:
@@ -126,7 +127,7 @@ class CrossViTEncoder(nn.Module):
                  multi_conv: bool = False, qkv_bias: bool = True, norm_eps: float = 1e-6, drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, num_blocks: int | None = None):
         super().__init__()
-        size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        size = pair(img_size)
         if any(d[-1] != 0 for d in depths):
             raise ValueError("only one cross-attention layer per fusion (depth entries (.., .., 0)) is supported, "
                              f"got depths {depths}")
@@ -190,11 +191,7 @@ class CrossViTBackbone(CrossViTEncoder):
     prefix_names = ['cls']
 
     def __init__(self, out_indices=None, **kwargs):
-        n = len(kwargs.get('depths', ((1, 4, 0),) * 3))
-        taps = (0, 1, 2, 2) if out_indices is None else tuple(out_indices)
-        taps = tuple(i + n if i < 0 else i for i in taps)
-        if not taps or any(not 0 <= i < n for i in taps) or list(taps) != sorted(taps):
-            raise ValueError(f"out_indices must be increasing multi-scale block indices in [0, {n}), got {out_indices}")
+        taps = tap_indices(out_indices, (0, 1, 2, 2), len(kwargs.get('depths', ((1, 4, 0),) * 3)), 'multi-scale block')
         super().__init__(num_blocks=max(taps) + 1, **kwargs)
         self.out_indices = taps
         self.out_channels = [sum(self.embed_dims)] * len(taps)

@@ -21,6 +21,7 @@ from torch import nn
 
 from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, QuickGELU, init_linear
 from ..registry import register_variant
+from .common import tap_indices
 
 # Conv token embedding of each stage: (kernel, stride, padding).
 EMBED = ((7, 4, 2), (3, 2, 1), (3, 2, 1))
@@ -121,11 +122,7 @@ class CvTBackbone(CvTEncoder):
 
     def __init__(self, out_indices=None, **kwargs):
         kwargs.setdefault('depths', (1, 2, 10))
-        taps = (0, 1, 2, 2) if out_indices is None else tuple(out_indices)
-        n = len(kwargs['depths'])
-        taps = tuple(i + n if i < 0 else i for i in taps)
-        if not taps or any(not 0 <= i < n for i in taps) or list(taps) != sorted(taps):
-            raise ValueError(f"out_indices must be increasing stage indices in [0, {n}), got {out_indices}")
+        taps = tap_indices(out_indices, (0, 1, 2, 2), len(kwargs['depths']), 'stage')
         super().__init__(num_stages=max(taps) + 1, **kwargs)
         self.out_indices = taps
         self.out_channels = [self.embed_dims[i] for i in taps]

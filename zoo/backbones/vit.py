@@ -14,10 +14,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
-
-
-def _pair(size) -> tuple[int, int]:
-    return (size, size) if isinstance(size, int) else tuple(size)
+from .common import pair, tap_indices
 
 
 def default_taps(depth: int) -> tuple[int, ...]:
@@ -44,7 +41,7 @@ class ViTEncoder(nn.Module):
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
                  grad_checkpointing: bool = False):
         super().__init__()
-        img_size = _pair(img_size)
+        img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth = embed_dim, patch_size, depth
         self.grad_checkpointing = grad_checkpointing
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
@@ -159,11 +156,7 @@ class ViTBackbone(ViTEncoder):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = default_taps(self.depth) if out_indices is None else tuple(out_indices)
-        taps = tuple(i + self.depth if i < 0 else i for i in taps)
-        if not taps or any(not 0 <= i < self.depth for i in taps) or list(taps) != sorted(set(taps)):
-            raise ValueError(f"out_indices must be distinct increasing block indices in [0, {self.depth}), "
-                             f"got {out_indices}")
+        taps = tap_indices(out_indices, default_taps(self.depth), self.depth, 'block', distinct=True)
         self.out_indices = taps
         del self.blocks[taps[-1] + 1:]
         self.out_channels = [self.embed_dim] * len(taps)

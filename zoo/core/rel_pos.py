@@ -98,7 +98,8 @@ class _RelativeBias(nn.Module):
             raise ValueError(f"{type(self).__name__} needs the token grid (h, w)")
         grid = (int(grid[0]), int(grid[1]))
         params = list(self.parameters())
-        key = (grid, self.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), tuple((p.device, p.dtype, p._version, p.data_ptr()) for p in params))
+        versions = tuple((p.device, p.dtype, p._version, p.data_ptr()) for p in params)
+        key = (grid, self.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), versions)
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
         rows, cols = relative_offsets(grid)

@@ -1,0 +1,22 @@
+"""Argument handling shared by the backbone families: image sizes and the levels a backbone taps."""
+from __future__ import annotations
+
+
+def pair(size) -> tuple[int, int]:
+    """An int or (h, w) as (h, w)."""
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def tap_indices(out_indices, default, count: int, what: str, distinct: bool = False) -> tuple[int, ...]:
+    """``out_indices`` (or ``default`` when None) as non-negative increasing indices into ``count`` levels.
+
+    Negative indices count from the end; repeats are allowed unless ``distinct``. Anything else raises a
+    ValueError naming the accepted range (``what`` says what is indexed: 'block', 'stage', ...).
+    """
+    taps = tuple(default if out_indices is None else out_indices)
+    taps = tuple(i + count if i < 0 else i for i in taps)
+    ordered = sorted(set(taps)) if distinct else sorted(taps)
+    if not taps or any(not 0 <= i < count for i in taps) or list(taps) != ordered:
+        raise ValueError(f"out_indices must be {'distinct ' if distinct else ''}increasing {what} indices in "
+                         f"[0, {count}), got {out_indices}")
+    return taps
