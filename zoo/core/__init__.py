@@ -11,5 +11,5 @@ from .tokens import PrefixTokens
 
 __all__ = ['Attention', 'Block', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'LayerNorm6', 'LayerScale',
            'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'RelPosBias', 'RelPosMlp',
-           'SeparateQKV', 'SinCosPosEmbed', 'activate', 'grad_free', 'init_linear', 'resample_grid_embed', 'resize_offset_table',
-           'sincos_2d', 'square_grid']
+           'SeparateQKV', 'SinCosPosEmbed', 'activate', 'grad_free', 'init_linear', 'resample_grid_embed',
+           'resize_offset_table', 'sincos_2d', 'square_grid']
