@@ -52,3 +52,38 @@ def test_dpt_benchmark_compares_with_transformers():
     for row in rows[:2]:
         assert row['ours_s'] > 0 and row['hf_s'] > 0 and row['time_ratio'] > 0
         assert 0 < row['ours_peak_MiB'] and 0 < row['hf_peak_MiB']
+
+
+TINY_DENSE = ['--backbones', 'vit_tiny_patch16_224:{"depth": 4}']
+
+
+def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path):
+    import benchmark
+    out = tmp_path / 'dense.md'
+    rows = benchmark.main(['--dense', *TINY_DENSE, '--size', '64', '--batch', '1', '2', '--layouts', 'channels_last',
+                           'contiguous', '--checkpointing', '--iters', '1', '--warmup', '0', '--out', str(out)])
+    assert len(rows) == 2 * 2 * 2  # layouts x batches x (plain, checkpointing)
+    layouts, batches, ckpts = ('channels_last', 'contiguous'), (1, 2), (False, True)
+    assert {(r['layout'], r['batch'], r['ckpt']) for r in rows} == {
+        (layout, batch, ckpt) for layout in layouts for batch in batches for ckpt in ckpts}
+    for row in rows:
+        assert row['fwd_img_s'] > 0 and row['train_img_s'] > 0 and row['fwd_peak_MiB'] > 0
+        assert row['matmul_pct'] == pytest.approx(100 * row['GFLOP_s'] / row['matmul_GFLOP_s'])
+    by_ckpt = {r['ckpt']: r['train_peak_MiB'] for r in rows if r['batch'] == 2 and r['layout'] == 'contiguous'}
+    assert by_ckpt[True] < by_ckpt[False]
+    assert 'vit_tiny_patch16_224' in out.read_text()
+
+
+def test_resolution_sweep_writes_table_and_plot(tmp_path):
+    import benchmark
+    out = tmp_path / 'sweep.md'
+    rows = benchmark.main(['--sweep', '64', '128', *TINY_DENSE, '--iters', '1', '--out', str(out)])
+    assert [(r['size'], r['attention']) for r in rows] == [(64, 'sdpa'), (64, 'explicit'), (128, 'sdpa'),
+                                                          (128, 'explicit')]
+    assert [r['tokens'] for r in rows] == [16, 16, 64, 64]
+    assert out.with_suffix('.png').stat().st_size > 10_000
+
+
+def test_matmul_rate_is_a_positive_measured_figure():
+    import dense_benchmark
+    assert 0 < dense_benchmark.matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5

@@ -1,4 +1,5 @@
 """Training and evaluation through mmengine Runners and the tools: wiring, resume, autocast, learning."""
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -59,7 +60,10 @@ def test_test_tool_prints_a_results_table_from_a_checkpoint(tmp_path, capsys):
 
 
 def test_amp_trains_in_bf16_autocast_on_cpu(tmp_path):
-    runner = train_tool.main(quick(tmp_path, 2) + ['--amp'])
+    from zoo.core import cpu_has_bf16_kernels
+    slow = not cpu_has_bf16_kernels()  # then the user is told that bf16 runs slower than fp32 on this CPU
+    with pytest.warns(UserWarning, match='no oneDNN bf16 kernels') if slow else contextlib.nullcontext():
+        runner = train_tool.main(quick(tmp_path, 2) + ['--amp'])
     assert type(runner.optim_wrapper).__name__ == 'AutocastOptimWrapper'
     assert np.isfinite(runner.message_hub.get_scalar('train/loss').current())
     assert next(runner.model.parameters()).dtype == torch.float32
@@ -88,11 +92,14 @@ SMALL_CROSSVIT = ['model.backbone.name=crossvit_tiny_240', 'model.backbone.depth
                   'model.backbone.out_indices=[0,0,1,1]']
 
 
-@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 300), (SMALL_CVT, 150), (SMALL_COATNET, 80),
-                                               (SMALL_CROSSVIT, 100)], ids=['vit', 'cvt', 'coatnet', 'crossvit'])
+# Iterations: about 1.5x what each took to clear the bar in a trial run with validation every 40 iterations
+# (at 160x120: ViT 16.1 mIoU at 50, CvT 14.2 at 40, CoAtNet 16.1 at 40, CrossViT 17.8 at 80).
+@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 100), (SMALL_CVT, 80), (SMALL_COATNET, 60),
+                                               (SMALL_CROSSVIT, 120)], ids=['vit', 'cvt', 'coatnet', 'crossvit'])
 def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
     """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2; CoAtNet-0 with
-    one block per stage, a third of its widths; CrossViT-Ti with two multi-scale blocks of one block per branch)."""
+    one block per stage, a third of its widths; CrossViT-Ti with two multi-scale blocks of one block per branch),
+    images resized to 160x120 to keep CI short."""
     import cv2
     root = shared_data('camvid')
     read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731
@@ -103,8 +110,8 @@ def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
         'configs/dpt_vitb_camvid.py', '--work-dir', str(tmp_path), '--data-root', str(root), '--cfg-options',
         *backbone, 'model.backbone.drop_path_rate=0.0', 'model.neck.hidden_channels=[32,64,128,192]',
         'model.neck.fusion_channels=64', 'model.decode_head.in_channels=64',
-        'train_dataloader.dataset.pipeline.2.scale=[240,180]', 'train_dataloader.dataset.pipeline.3.crop_size=[176,240]',
-        'val_dataloader.dataset.pipeline.1.scale=[240,180]', 'train_dataloader.batch_size=8',
+        'train_dataloader.dataset.pipeline.2.scale=[160,120]', 'train_dataloader.dataset.pipeline.3.crop_size=[112,160]',
+        'val_dataloader.dataset.pipeline.1.scale=[160,120]', 'train_dataloader.batch_size=8',
         'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
         'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
         'optim_wrapper.optimizer.lr=1e-3', 'param_scheduler.0.end=20', 'param_scheduler.1.begin=20',
@@ -118,6 +125,8 @@ def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
 
 
 def test_seven_scenes_short_run_beats_predicting_the_mean_depth(tmp_path):
+    """ViT-Ti (4 blocks) DPT on 160x120 images; a trial run reached AbsRel 0.21 at 100-200 iterations, 0.19 at
+    300, against 0.32 for the mean depth (the bar: 0.24)."""
     import cv2
     root = shared_data('depth-7scenes')
     read = lambda split: [cv2.imread(str(root / 'depth' / f'{stem}.png'), cv2.IMREAD_UNCHANGED).astype(np.float64)  # noqa: E731
@@ -131,9 +140,9 @@ _base_ = ['{ROOT / 'configs' / 'dpt_vitb_7scenes.py'}']
 model = dict(backbone=dict(name='vit_tiny_patch16_224', depth=4, out_indices=(0, 1, 2, 3), drop_path_rate=0.0),
              neck=dict(hidden_channels=(32, 64, 128, 192), fusion_channels=64), decode_head=dict(in_channels=64))
 train_pipeline = [dict(type='LoadImage'), dict(type='LoadAnnotations', seg=False, depth=True),
-                  dict(type='RandomResize', scale=(320, 240), keep_ratio=True), dict(type='RandomFlip', prob=0.5),
+                  dict(type='RandomResize', scale=(160, 120), keep_ratio=True), dict(type='RandomFlip', prob=0.5),
                   dict(type='PackDenseInputs')]
-test_pipeline = [dict(type='LoadImage'), dict(type='Resize', scale=(320, 240), keep_ratio=True),
+test_pipeline = [dict(type='LoadImage'), dict(type='Resize', scale=(160, 120), keep_ratio=True),
                  dict(type='LoadAnnotations', seg=False, depth=True), dict(type='PackDenseInputs')]
 train_dataloader = dict(batch_size=8, num_workers=0, persistent_workers=False,
                         dataset=dict(data_root='{root}', pipeline=train_pipeline))
@@ -141,9 +150,9 @@ val_dataloader = dict(num_workers=0, persistent_workers=False, dataset=dict(data
 test_dataloader = val_dataloader
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 param_scheduler = [dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
-                   dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=200)]
-train_cfg = dict(max_iters=200, val_interval=200)
-default_hooks = dict(checkpoint=dict(interval=200))
+                   dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=240)]
+train_cfg = dict(max_iters=240, val_interval=240)
+default_hooks = dict(checkpoint=dict(interval=240))
 visualizer = dict(vis_backends=[dict(type='LocalVisBackend')])
 """)
     train_tool.main([str(config), '--work-dir', str(tmp_path / 'work')])

@@ -138,13 +138,3 @@ def test_model_attention_maps_come_from_the_explicit_path_of_each_block():
     assert len(maps) == 12 and maps[0].shape == (1, 3, 1 + 4 * 6, 1 + 4 * 6)
     torch.testing.assert_close(maps[1], expected)
     torch.testing.assert_close(maps[-1].sum(-1), torch.ones(1, 3, 25))
-
-
-def test_activation_checkpointing_gives_the_same_gradients():
-    plain = zoo.create_backbone('vit_tiny_patch16_224', drop_path_rate=0.0).train()
-    ckpt = zoo.create_backbone('vit_tiny_patch16_224', grad_checkpointing=True).train()
-    ckpt.load_state_dict(plain.state_dict())
-    x = torch.randn(2, 3, 64, 64)
-    for model in (plain, ckpt):
-        sum(m.square().mean() for m in model(x)).backward()
-    torch.testing.assert_close(ckpt.patch_embed.proj.weight.grad, plain.patch_embed.proj.weight.grad)

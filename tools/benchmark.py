@@ -1,13 +1,24 @@
-"""Forward throughput and peak memory of zoo models against their reference implementation, in one process.
+"""Throughput and peak memory of zoo models and whole DPT models; against timm / transformers where they have
+the model, in the same process.
 
+Backbones (as classifiers) vs timm, or transformers for CvT; same weights (ours loads the reference's state dict):
     python tools/benchmark.py                                   # ViT-B/16 and DeiT-S, batch 8, 224, fp32 + bf16
-    python tools/benchmark.py --models vit_small_patch16_224 --batch 4 --dtypes fp32 --out results/bench.md
-    python tools/benchmark.py --dpt --checkpointing                # DPT ViT-B/16 512x512 vs transformers
-    python tools/benchmark.py --models cvt_13_224 --dtypes fp32    # CvT-13 vs transformers' CvtForImageClassification
+    python tools/benchmark.py --models cvt_13_224 coatnet_0_rw_224 --dtypes fp32 --out results/bench.md
+DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation (forward, training, checkpointing):
+    python tools/benchmark.py --dpt --checkpointing
+Whole dense models from configs (default: the ViT-B ADE20K config at its 512x512 crop), with the matmul rate of
+this machine (GFLOP/s of a 2048^3 product) next to each model's achieved GFLOP/s:
+    python tools/benchmark.py --dense configs/dpt_vitb_ade20k.py configs/dpt_cvt13_ade20k.py --dtypes fp32 bf16
+    python tools/benchmark.py --dense --backbones deit_small_patch16_224 --batch 1 4 --layouts channels_last \
+        contiguous --checkpointing --train [--compile]
+Resolution sweep of the DPT ViT-B model, batch 1, SDPA vs explicit attention (table + PNG):
+    python tools/benchmark.py --sweep 224 384 512 768 1024 --out docs/sweep.md
+On one GPU (under 5 minutes): DPT ViT-B/16 512x512, batch 8, bf16 training and inference img/s, peak memory:
+    python tools/benchmark.py --dense --device cuda --dtypes bf16 --batch 8 --train
 
-Both models carry the same weights (ours loads the reference's state dict). Runs are interleaved (ours, reference,
-reference, ours, ...) so that drift on a busy machine and the order hit both alike; the ratio
-is the median over rounds of reference time / our time in that round (> 1: ours is faster).
+Reference comparisons interleave the runs (ours, reference, reference, ours, ...) so that drift on a busy
+machine hits both alike; the ratio is the median over rounds of reference time / our time (> 1: ours faster).
+Peak memory: CUDA's allocator peak, or on CPU the peak of live tensor bytes created by the pass.
 """
 from __future__ import annotations
 
@@ -20,11 +31,14 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / 'tools'))
+import dense_benchmark  # noqa: E402
 import zoo  # noqa: E402
 from zoo.profiling import count_macs, count_params, peak_memory, time_forward  # noqa: E402
 
-DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
+DTYPES = dense_benchmark.DTYPES
 
 
 def hf_cvt_reference(name: str):
@@ -187,58 +201,130 @@ def markdown(rows: list[dict], header: str, columns=None) -> str:
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--models', nargs='+', default=['vit_base_patch16_224', 'deit_small_patch16_224'])
-    parser.add_argument('--batch', type=int, default=8)
-    parser.add_argument('--size', type=int, default=224)
-    parser.add_argument('--dtypes', nargs='+', choices=sorted(DTYPES), default=['fp32', 'bf16'])
+    parser.add_argument('--batch', type=int, nargs='+', default=None,
+                        help='batch size(s) (default: 8 for backbones, 1 for --dpt and --dense)')
+    parser.add_argument('--size', type=int, default=None,
+                        help="square input size (default: 224 for backbones, 512 for --dpt, the config's crop "
+                             "for --dense)")
+    parser.add_argument('--dtypes', nargs='+', choices=sorted(DTYPES), default=None,
+                        help='fp32 and/or bf16 autocast (default: both; fp32 for --dense and --sweep)')
     parser.add_argument('--device', default='cpu')
-    parser.add_argument('--warmup', type=int, default=2)
-    parser.add_argument('--iters', type=int, default=5, help='timed rounds (median reported)')
+    parser.add_argument('--warmup', type=int, default=None, help='untimed passes (default 2; 1 for --dense)')
+    parser.add_argument('--iters', type=int, default=None,
+                        help='timed rounds, median reported (default 5; 3 for --dpt, --dense and --sweep)')
     parser.add_argument('--threads', type=int, default=None, help='torch intra-op threads (default: torch decides)')
     parser.add_argument('--out', type=Path, default=None, help='also write the table as Markdown here')
     parser.add_argument('--dpt', action='store_true',
                         help="DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation: forward, "
-                             "forward+backward and peak memory (default size 512, batch 1, 3 rounds)")
-    parser.add_argument('--checkpointing', action='store_true', help='with --dpt: also train with activation '
-                                                                     'checkpointing')
+                             "forward+backward and peak memory")
+    parser.add_argument('--checkpointing', action='store_true',
+                        help='with --dpt or --dense: also train with activation checkpointing')
+    parser.add_argument('--dense', nargs='*', metavar='CONFIG', default=None,
+                        help='whole models of these configs (default configs/dpt_vitb_ade20k.py)')
+    parser.add_argument('--backbones', nargs='+', default=None,
+                        help='with --dense: the first config with each of these backbones (NAME or NAME:{...})')
+    parser.add_argument('--layouts', nargs='+', choices=['channels_last', 'contiguous'], default=['channels_last'],
+                        help='with --dense: neck/head convolution weight layouts')
+    parser.add_argument('--train', action='store_true', help='with --dense: also time forward + backward')
+    parser.add_argument('--compile', action='store_true', help='with --dense: torch.compile the model first')
+    parser.add_argument('--sweep', type=int, nargs='+', metavar='SIZE', default=None,
+                        help="inference of the (first --dense, default ViT-B) config's model at these square sizes, "
+                             "SDPA vs explicit attention; writes a PNG beside --out")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    if args.sweep:
+        return main_sweep(args)
+    if args.dense is not None:
+        return main_dense(args)
     if args.dpt:
         return main_dpt(args)
     unknown = [m for m in args.models if m not in zoo.list_backbones()]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; see zoo.list_backbones()")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    header = (f"Forward pass, batch {args.batch}, {args.size}x{args.size}, device {args.device}, "
+    batch, size = (args.batch or [8])[0], args.size or 224
+    header = (f"Forward pass, batch {batch}, {size}x{size}, device {args.device}, "
               f"{torch.get_num_threads()} threads, torch {torch.__version__}; ratio = reference time / ours")
     print(header)
     print('| ' + ' | '.join(COLUMNS) + ' |')
-    rows = [r for name in args.models for r in benchmark(name, args.batch, args.size, args.dtypes, args.device,
-                                                           args.warmup, args.iters)]
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown(rows, header))
-        print(f"wrote {args.out}")
+    rows = [r for name in args.models for r in benchmark(name, batch, size, args.dtypes or ['fp32', 'bf16'],
+                                                           args.device, default(args.warmup, 2),
+                                                           default(args.iters, 5))]
+    write(args.out, markdown(rows, header))
     return rows
 
 
+def default(value, fallback):
+    return fallback if value is None else value
+
+
+def write(out: Path | None, text: str) -> None:
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}")
+
+
 def main_dpt(args) -> list[dict]:
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    size = args.size if args.size != 224 else 512
-    batch = args.batch if args.batch != 8 else 1
-    rounds = args.iters if args.iters != 5 else 3
+    size, batch, rounds = args.size or 512, (args.batch or [1])[0], default(args.iters, 3)
     header = (f"DPT ViT-B/16 segmentation (150 classes) vs transformers, {size}x{size}, batch {batch}, "
               f"device {args.device}, {torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
     print(header)
     print('| ' + ' | '.join(DPT_COLUMNS) + ' |')
     rows = benchmark_dpt(batch, size, rounds, args.device, args.checkpointing)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown(rows, header, DPT_COLUMNS))
-        print(f"wrote {args.out}")
+    write(args.out, markdown(rows, header, DPT_COLUMNS))
     return rows
+
+
+def dense_configs(args) -> dict:
+    """name -> config: each --dense config, or the first with each of --backbones."""
+    from compare import backbone_configs
+    from heads.engine.launch import load_config
+    paths = args.dense or [str(ROOT / 'configs' / 'dpt_vitb_ade20k.py')]
+    if args.backbones:
+        return backbone_configs(load_config(paths[0]), args.backbones)
+    return {Path(p).stem: load_config(p) for p in paths}
+
+
+def main_dense(args) -> list[dict]:
+    from compare import crop_size
+    configs = dense_configs(args)
+    sizes = {name: (args.size, args.size) if args.size else crop_size(cfg) for name, cfg in configs.items()}
+    header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+              f"GFLOP_s = 2 x MACs / forward time, matmul_pct = its share of this machine's matmul rate "
+              f"(matmul_GFLOP_s, a 2048^3 product in the same dtype)")
+    print(header)
+    print('| ' + ' | '.join(DENSE_COLUMNS) + ' |')
+    rows = dense_benchmark.benchmark_models(
+        configs, sizes=sizes, batches=args.batch or [1], dtypes=args.dtypes or ['fp32'], layouts=args.layouts,
+        checkpointing=[False, True] if args.checkpointing else [False], compile=args.compile, train=args.train,
+        device=args.device, iters=default(args.iters, 3), warmup=default(args.warmup, 1),
+        report=lambda row: print(format_row(row, DENSE_COLUMNS), flush=True))
+    write(args.out, markdown(rows, header, DENSE_COLUMNS))
+    return rows
+
+
+def main_sweep(args) -> list[dict]:
+    name, cfg = next(iter(dense_configs(args).items()))
+    dtype = (args.dtypes or ['fp32'])[0]
+    header = (f"{name}: batch-1 inference against input size, SDPA vs explicit attention, {dtype}, device "
+              f"{args.device}, {torch.get_num_threads()} threads")
+    print(header)
+    print('| ' + ' | '.join(SWEEP_COLUMNS) + ' |')
+    rows = dense_benchmark.resolution_sweep(cfg, args.sweep, device=args.device, dtype=dtype,
+                                            iters=default(args.iters, 3),
+                                            report=lambda row: print(format_row(row, SWEEP_COLUMNS), flush=True))
+    write(args.out, markdown(rows, header, SWEEP_COLUMNS))
+    if args.out:
+        dense_benchmark.plot_sweep(rows, args.out.with_suffix('.png'))
+        print(f"wrote {args.out.with_suffix('.png')}")
+    return rows
+
+
+DENSE_COLUMNS = ['model', 'dtype', 'layout', 'ckpt', 'compile', 'batch', 'size', 'params_M', 'GMACs', 'fwd_img_s',
+                 'GFLOP_s', 'matmul_GFLOP_s', 'matmul_pct', 'fwd_peak_MiB', 'train_img_s', 'train_peak_MiB']
+SWEEP_COLUMNS = ['size', 'tokens', 'attention', 'dtype', 'seconds', 'peak_MiB']
 
 
 if __name__ == '__main__':

@@ -3,27 +3,34 @@ from __future__ import annotations
 
 from torch import nn
 
+from .core import keep_convs_fp32_on_cpu_autocast, set_grad_checkpointing
 from .registry import get_variant
 from .weights import load_pretrained
 
 
-def create_backbone(name: str, *, pretrained=None, out_indices=None, **overrides) -> nn.Module:
+def create_backbone(name: str, *, pretrained=None, out_indices=None, grad_checkpointing: bool = False,
+                    **overrides) -> nn.Module:
     """A dense backbone: ``forward(x)`` gives NCHW maps at ``out_indices`` with ``out_channels``/``out_strides``.
 
     ``pretrained`` is a path (.safetensors/.pth/.pt/.bin or an HF folder) or a state dict in this project's
-    or timm's layout; a classifier checkpoint loads with its head dropped.
+    or timm's layout; a classifier checkpoint loads with its head dropped. ``grad_checkpointing``: the
+    transformer blocks recompute their activations in backward (:func:`zoo.core.set_grad_checkpointing`).
     """
     if out_indices is not None:
         overrides['out_indices'] = tuple(out_indices)
-    model = get_variant(name).build('backbone', **overrides)
-    if pretrained is not None:
-        load_pretrained(model, pretrained)
-    return model
+    return _finish(get_variant(name).build('backbone', **overrides), pretrained, grad_checkpointing)
 
 
-def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, **overrides) -> nn.Module:
+def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, grad_checkpointing: bool = False,
+                      **overrides) -> nn.Module:
     """An image classifier returning logits, numerically the reference model given the same weights."""
-    model = get_variant(name).build('classifier', num_classes=num_classes, **overrides)
+    return _finish(get_variant(name).build('classifier', num_classes=num_classes, **overrides), pretrained,
+                   grad_checkpointing)
+
+
+def _finish(model: nn.Module, pretrained, grad_checkpointing: bool) -> nn.Module:
+    """Weights, checkpointing, and convolutions kept fp32 under CPU bf16 autocast where the CPU has no bf16
+    convolution kernel (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`)."""
     if pretrained is not None:
         load_pretrained(model, pretrained)
-    return model
+    return keep_convs_fp32_on_cpu_autocast(set_grad_checkpointing(model, grad_checkpointing))

@@ -1,10 +1,13 @@
 """bf16 (or fp16) autocast training on any device: mmengine's AmpOptimWrapper insists on a GPU."""
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 import torch
 from mmengine.optim import OptimWrapper
+
+from zoo.core import cpu_has_bf16_kernels
 
 from ..registry import OPTIM_WRAPPERS
 
@@ -24,5 +27,9 @@ class AutocastOptimWrapper(OptimWrapper):
     @contextmanager
     def optim_context(self, model):
         device = next(model.parameters()).device.type
+        if device == 'cpu' and self.dtype == torch.bfloat16 and not cpu_has_bf16_kernels():
+            warnings.warn(f"this CPU ({torch.backends.cpu.get_cpu_capability()}) has no oneDNN bf16 kernels: bf16 "
+                          f"autocast runs several times slower than fp32 here; train without --amp, or on a GPU or "
+                          f"a CPU with AVX512/AMX", stacklevel=3)
         with super().optim_context(model), torch.autocast(device_type=device, dtype=self.dtype):
             yield

@@ -9,6 +9,8 @@ import torch.nn.functional as F
 from mmengine.model import BaseModel
 from torch import nn
 
+from zoo.core import keep_convs_fp32_on_cpu_autocast
+
 from ..backbone import backbone_description, backbone_features
 from ..registry import MODELS
 from .inference import flip_average, slide_inference
@@ -37,6 +39,7 @@ class DenseModel(BaseModel):
         self.decode_head = build(decode_head)
         self.channels_last = channels_last
         self.convolutional_parts_to_channels_last(self.neck, self.decode_head)
+        keep_convs_fp32_on_cpu_autocast(self)  # no-op where the CPU has bf16 convolutions, and outside autocast
         self.test_cfg = {'mode': 'whole', 'flip': False, **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from ..core import (Attention, Block, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens, SeparateQKV,
-                    init_linear)
+from ..core import (Attention, Block, Checkpointable, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens,
+                    SeparateQKV, init_linear)
 from ..registry import register_variant
 from .common import pair, tap_indices
 
@@ -60,7 +60,7 @@ class Branch(nn.Module):
         return self.prefix(tokens) + self.pos_embed(grid), grid
 
 
-class CrossAttentionBlock(nn.Module):
+class CrossAttentionBlock(Checkpointable):
     """'b (1 + n) c -> b 1 c': cls + attn(norm1(x)) with only the CLS token (first) as query."""
 
     def __init__(self, dim: int, num_heads: int, qkv_bias: bool, norm_layer, attn_drop: float, drop: float,
@@ -71,7 +71,7 @@ class CrossAttentionBlock(nn.Module):
                               proj_drop=drop)
         self.drop_path = DropPath(drop_path) if drop_path else nn.Identity()
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False):
+    def _forward(self, x: torch.Tensor, return_attn: bool = False):
         out = self.attn(self.norm1(x), num_queries=1, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         x = x[:, :1] + self.drop_path(out)

@@ -10,7 +10,6 @@ from functools import partial
 import torch
 from einops import rearrange
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
@@ -38,12 +37,10 @@ class ViTEncoder(nn.Module):
                  dist_token: bool = False, reg_tokens: int = 0, pos_embed: str = 'learned',
                  pos_embed_prefix: bool = True, pos_interp: str = 'bicubic', pos_antialias: bool = True,
                  init_values: float | None = None, post_norm: bool = False, norm_eps: float = 1e-6,
-                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 grad_checkpointing: bool = False):
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth = embed_dim, patch_size, depth
-        self.grad_checkpointing = grad_checkpointing
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
         self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim)
         self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
@@ -88,10 +85,7 @@ class ViTEncoder(nn.Module):
         """Blocks 0..stop-1 on tokens 'b n d'; returns the last tokens and those after each tap index."""
         tapped = []
         for i, block in enumerate(self.blocks[:stop]):
-            if self.grad_checkpointing and self.training and torch.is_grad_enabled():
-                x = checkpoint(block, x, grid, use_reentrant=False)
-            else:
-                x = block(x, grid)
+            x = block(x, grid)
             if i in taps:
                 tapped.append(x)
         return x, tapped

@@ -2,6 +2,8 @@
 from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
+from .execution import (Checkpointable, cpu_has_bf16_kernels, keep_convs_fp32_on_cpu_autocast,
+                        set_fused_attention, set_grad_checkpointing)
 from .layers import DropPath, Dropout, LayerScale, Mlp, QuickGELU, activate, grad_free, init_linear
 from .patch_embed import PatchEmbed
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
@@ -9,7 +11,8 @@ from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .qkv import ConvQKV, FusedQKV, SeparateQKV
 from .tokens import PrefixTokens
 
-__all__ = ['Attention', 'Block', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'LayerNorm6', 'LayerScale',
-           'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'RelPosBias', 'RelPosMlp',
-           'SeparateQKV', 'SinCosPosEmbed', 'activate', 'grad_free', 'init_linear', 'resample_grid_embed',
-           'resize_offset_table', 'sincos_2d', 'square_grid']
+__all__ = ['Attention', 'Block', 'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV',
+           'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU',
+           'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'SinCosPosEmbed', 'activate', 'cpu_has_bf16_kernels',
+           'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'resample_grid_embed', 'resize_offset_table',
+           'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

@@ -29,7 +29,9 @@ class Attention(nn.Module):
       mask  bool (True = may attend) or additive float, broadcastable to 'b heads m n';
       num_queries  m: only x[:, :m] are queries (cross-attention with a query subset);
       return_attn  use the explicit path and also return the softmax weights 'b heads m n'.
+    ``fused = False`` (:func:`zoo.core.set_fused_attention`) takes the explicit path always.
     """
+    fused = True
 
     def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
                  scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
@@ -53,12 +55,12 @@ class Attention(nn.Module):
         q, k, v = (rearrange(t, 'b n (h d) -> b h n d', h=self.num_heads) for t in (q, k, v))
         bias = self._bias(mask, grid, q.dtype)
         drop = self.attn_drop if self.training else 0.0
-        if return_attn:
+        if return_attn or not self.fused:
             scores = (q * self.scale) @ k.transpose(-2, -1)  # b h m n
             if bias is not None:
                 scores = scores.masked_fill(~bias, float('-inf')) if bias.dtype == torch.bool else scores + bias
             attn = scores.softmax(dim=-1)
-            out = F.dropout(attn, drop, self.training) @ v
+            out = F.dropout(attn, drop, self.training) @ v  # b h m d
         else:
             attn = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop, scale=self.scale)

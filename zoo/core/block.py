@@ -7,17 +7,19 @@ import torch
 from torch import nn
 
 from .attention import Attention
+from .execution import Checkpointable
 from .layers import DropPath, LayerScale, Mlp
 
 LayerNorm6 = partial(nn.LayerNorm, eps=1e-6)
 
 
-class Block(nn.Module):
+class Block(Checkpointable):
     """Attention and MLP residual branches with DropPath and optional LayerScale.
 
     pre-LN (default):  x = x + attn(norm1(x));  x = x + mlp(norm2(x))
     post-LN:           x = norm1(x + attn(x));  x = norm2(x + mlp(x))
-    ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias).
+    ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias). Recomputed in
+    backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`).
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
@@ -36,7 +38,7 @@ class Block(nn.Module):
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
 
-    def forward(self, x: torch.Tensor, grid=None, mask=None, return_attn: bool = False):
+    def _forward(self, x: torch.Tensor, grid=None, mask=None, return_attn: bool = False):
         """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``)."""
         x, attn = self._attention_residual(x, grid, mask, return_attn)
         if self.post_norm:

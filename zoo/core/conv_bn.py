@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .layers import activate, grad_free
@@ -57,6 +56,4 @@ class ConvBN(nn.Module):
             y = y.mul_(gain).add_(shift) if grad_free(y) else y * gain + shift
             return activate(self.act, y)
         weight, bias = self.folded()
-        conv = self.conv
-        return activate(self.act, F.conv2d(x, weight.to(x.dtype), bias.to(x.dtype), conv.stride, conv.padding,
-                                           conv.dilation, conv.groups))
+        return activate(self.act, self.conv._conv_forward(x, weight.to(x.dtype), bias.to(x.dtype)))

@@ -1,0 +1,168 @@
+"""Benchmarks of whole dense models (backbone + DPT neck + head) built from configs; used by tools/benchmark.py.
+
+- :func:`benchmark_models`: forward (and training) img/s, achieved GFLOP/s against this machine's measured
+  matmul rate, and peak memory, for each model x dtype x layout x batch (x checkpointing, x compile);
+- :func:`resolution_sweep`: inference time and peak memory against token count, SDPA vs the explicit path.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+
+import torch
+import torch.nn.functional as F
+
+import heads
+from zoo.core import set_fused_attention, set_grad_checkpointing
+from zoo.profiling import count_macs, count_params, peak_memory
+
+DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
+
+
+def sync(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def autocast(device: torch.device, dtype: str):
+    return torch.autocast(device.type, dtype=DTYPES[dtype]) if DTYPES[dtype] else contextlib.nullcontext()
+
+
+def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def matmul_gflops(device: str = 'cpu', dtype: str = 'fp32', n: int = 2048, iters: int = 5) -> float:
+    """This machine's measured matmul rate: GFLOP/s of an n x n x n product (2 n^3 FLOPs) through ``F.linear``
+    with a bias (``addmm``, the op every Linear layer runs)."""
+    device = torch.device(device)
+    x, weight = (torch.randn(n, n, device=device, dtype=DTYPES[dtype] or torch.float32) for _ in range(2))
+    bias = torch.randn(n, device=device, dtype=x.dtype)
+    return 2 * n ** 3 / median_seconds(lambda: F.linear(x, weight, bias), device, iters, warmup=2) / 1e9
+
+
+def build_model(cfg, device: str, channels_last: bool = True, checkpointing: bool = False):
+    model_cfg = copy.deepcopy(cfg.model)
+    model_cfg.channels_last = channels_last
+    model = heads.MODELS.build(model_cfg).to(device)
+    return set_grad_checkpointing(model, checkpointing)
+
+
+def forward_fn(model, x, dtype: str):
+    def run():
+        with torch.inference_mode(), autocast(x.device, dtype):
+            model(x, mode='tensor')
+    return run
+
+
+def train_fn(model, x, dtype: str):
+    """One forward + backward of the model's output (train mode: dropout, batch statistics)."""
+    def run():
+        with autocast(x.device, dtype):
+            out = model(x, mode='tensor')
+        out.float().mean().backward()
+        for p in model.parameters():
+            p.grad = None
+    return run
+
+
+def peak_of(fn, device) -> float:
+    with peak_memory(device) as mem:
+        fn()
+    return mem['peak_mib']
+
+
+def benchmark_one(name: str, cfg, *, size, batch: int, dtype: str, device: str, channels_last: bool,
+                  checkpointing: bool, compile: bool, train: bool, iters: int, warmup: int,
+                  matmul_rate: float) -> dict:
+    device = torch.device(device)
+    model = build_model(cfg, device, channels_last, checkpointing)
+    x = torch.randn(batch, 3, *size, device=device)
+    model.eval()
+    flops = 2 * count_macs(model, x[:1]) * batch
+    runnable = torch.compile(model) if compile else model
+    row = {'model': name, 'dtype': dtype, 'layout': 'channels_last' if channels_last else 'contiguous',
+           'ckpt': checkpointing, 'compile': compile, 'batch': batch, 'size': f'{size[0]}x{size[1]}',
+           'params_M': count_params(model) / 1e6, 'GMACs': flops / 2 / batch / 1e9}
+    seconds = median_seconds(forward_fn(runnable, x, dtype), device, iters, warmup)
+    row.update(fwd_img_s=batch / seconds, GFLOP_s=flops / seconds / 1e9,
+               matmul_pct=100 * flops / seconds / 1e9 / matmul_rate,
+               fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device))
+    if train:
+        model.train()
+        step = train_fn(runnable, x, dtype)
+        row.update(train_img_s=batch / median_seconds(step, device, iters, warmup),
+                   train_peak_MiB=peak_of(train_fn(model, x, dtype), device))
+    return row
+
+
+def benchmark_models(configs: dict, *, sizes: dict, batches, dtypes, layouts, checkpointing, compile, train,
+                     device, iters, warmup, report) -> list[dict]:
+    """Every combination; ``report(row)`` is called as each row is ready. Training is timed for every row when
+    ``train`` is set or checkpointing is among the variants (to compare with). Peak memory is the eager model's."""
+    train = train or True in checkpointing
+    rates = {dtype: matmul_gflops(device, dtype) for dtype in dtypes}
+    rows = []
+    for name, cfg in configs.items():
+        for dtype in dtypes:
+            for layout in layouts:
+                for batch in batches:
+                    for ckpt in checkpointing:
+                        row = benchmark_one(name, cfg, size=sizes[name], batch=batch, dtype=dtype, device=device,
+                                            channels_last=layout == 'channels_last', checkpointing=ckpt,
+                                            compile=compile, train=train, iters=iters, warmup=warmup,
+                                            matmul_rate=rates[dtype])
+                        row['matmul_GFLOP_s'] = rates[dtype]
+                        rows.append(row)
+                        report(row)
+    return rows
+
+
+def resolution_sweep(cfg, sizes: list[int], *, device: str, dtype: str, iters: int, report) -> list[dict]:
+    """Batch-1 inference of ``cfg.model`` at each square size, attention through SDPA and the explicit path."""
+    device = torch.device(device)
+    model = build_model(cfg, device).eval()
+    rows = []
+    for size in sizes:
+        x = torch.randn(1, 3, size, size, device=device)
+        for fused in (True, False):
+            set_fused_attention(model, fused)
+            run = forward_fn(model, x, dtype)
+            row = {'size': size, 'tokens': (size // 16) ** 2, 'attention': 'sdpa' if fused else 'explicit',
+                   'dtype': dtype, 'seconds': median_seconds(run, device, iters, warmup=1),
+                   'peak_MiB': peak_of(run, device)}
+            rows.append(row)
+            report(row)
+    set_fused_attention(model, True)
+    return rows
+
+
+def plot_sweep(rows: list[dict], out) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for attention, style in (('sdpa', 'o-'), ('explicit', 's--')):
+        part = [r for r in rows if r['attention'] == attention]
+        tokens = [r['tokens'] for r in part]
+        axes[0].plot(tokens, [r['seconds'] for r in part], style, label=attention)
+        axes[1].plot(tokens, [r['peak_MiB'] for r in part], style, label=attention)
+    for ax, label in zip(axes, ('forward seconds (batch 1)', 'peak memory (MiB)')):
+        ax.set_xlabel('tokens per image ((size / 16)^2)')
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle('DPT inference against token count: SDPA (linear memory) vs explicit attention (quadratic)')
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
