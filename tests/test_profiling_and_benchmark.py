@@ -81,6 +81,8 @@ def test_resolution_sweep_writes_table_and_plot(tmp_path):
     assert [(r['size'], r['attention']) for r in rows] == [(64, 'sdpa'), (64, 'explicit'), (128, 'sdpa'),
                                                           (128, 'explicit')]
     assert [r['tokens'] for r in rows] == [16, 16, 64, 64]
+    sdpa, explicit = rows[2:]  # at 128: explicit attention keeps 'heads n n' scores above the MLP's peak
+    assert explicit['backbone_peak_MiB'] > sdpa['backbone_peak_MiB'] > 0
     assert out.with_suffix('.png').stat().st_size > 10_000
 
 

@@ -6,8 +6,8 @@ Backbones (as classifiers) vs timm, or transformers for CvT; same weights (ours 
     python tools/benchmark.py --models cvt_13_224 coatnet_0_rw_224 --dtypes fp32 --out results/bench.md
 DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation (forward, training, checkpointing):
     python tools/benchmark.py --dpt --checkpointing
-Whole dense models from configs (default: the ViT-B ADE20K config at its 512x512 crop), with the matmul rate of
-this machine (GFLOP/s of a 2048^3 product) next to each model's achieved GFLOP/s:
+Whole dense models from configs (default: the ViT-B ADE20K config at its 512x512 crop), each model's achieved
+GFLOP/s next to this machine's matmul rate (2048^3 F.linear products timed in the same rounds):
     python tools/benchmark.py --dense configs/dpt_vitb_ade20k.py configs/dpt_cvt13_ade20k.py --dtypes fp32 bf16
     python tools/benchmark.py --dense --backbones deit_small_patch16_224 --batch 1 4 --layouts channels_last \
         contiguous --checkpointing --train [--compile]
@@ -187,8 +187,15 @@ COLUMNS = ['model', 'dtype', 'batch', 'size', 'params_M', 'GMACs', 'ours_img_s',
            'ours_peak_MiB', 'ref_peak_MiB']
 
 
+def format_value(value) -> str:
+    """Floats with two decimals, or three significant digits below 1 (0.0412 img/s, not 0.04)."""
+    if not isinstance(value, float):
+        return str(value)
+    return f"{value:.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
+
+
 def format_row(row: dict, columns=None) -> str:
-    cells = [f"{row[c]:.2f}" if isinstance(row.get(c), float) else str(row.get(c, '-')) for c in columns or COLUMNS]
+    cells = [format_value(row.get(c, '-')) for c in columns or COLUMNS]
     return '| ' + ' | '.join(cells) + ' |'
 
 
@@ -289,11 +296,13 @@ def dense_configs(args) -> dict:
 
 def main_dense(args) -> list[dict]:
     from compare import crop_size
+    torch.backends.cudnn.benchmark = True  # GPU: pick the fastest convolution algorithms for these fixed shapes
     configs = dense_configs(args)
     sizes = {name: (args.size, args.size) if args.size else crop_size(cfg) for name, cfg in configs.items()}
     header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-              f"GFLOP_s = 2 x MACs / forward time, matmul_pct = its share of this machine's matmul rate "
-              f"(matmul_GFLOP_s, a 2048^3 product in the same dtype)")
+              f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 F.linear products in "
+              f"the same dtype, timed in rounds alternating with the forward; matmul_pct = median over rounds of "
+              f"the model's rate / the matmul rate")
     print(header)
     print('| ' + ' | '.join(DENSE_COLUMNS) + ' |')
     rows = dense_benchmark.benchmark_models(
@@ -324,7 +333,7 @@ def main_sweep(args) -> list[dict]:
 
 DENSE_COLUMNS = ['model', 'dtype', 'layout', 'ckpt', 'compile', 'batch', 'size', 'params_M', 'GMACs', 'fwd_img_s',
                  'GFLOP_s', 'matmul_GFLOP_s', 'matmul_pct', 'fwd_peak_MiB', 'train_img_s', 'train_peak_MiB']
-SWEEP_COLUMNS = ['size', 'tokens', 'attention', 'dtype', 'seconds', 'peak_MiB']
+SWEEP_COLUMNS = ['size', 'tokens', 'attention', 'dtype', 'seconds', 'peak_MiB', 'backbone_peak_MiB']
 
 
 if __name__ == '__main__':

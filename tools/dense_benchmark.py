@@ -1,7 +1,7 @@
 """Benchmarks of whole dense models (backbone + DPT neck + head) built from configs; used by tools/benchmark.py.
 
-- :func:`benchmark_models`: forward (and training) img/s, achieved GFLOP/s against this machine's measured
-  matmul rate, and peak memory, for each model x dtype x layout x batch (x checkpointing, x compile);
+- :func:`benchmark_models`: forward (and training) img/s, achieved GFLOP/s against this machine's matmul rate
+  measured in the same rounds, and peak memory, for each model x dtype x layout x batch (x checkpointing, x compile);
 - :func:`resolution_sweep`: inference time and peak memory against token count, SDPA vs the explicit path.
 """
 from __future__ import annotations
@@ -29,26 +29,55 @@ def autocast(device: torch.device, dtype: str):
     return torch.autocast(device.type, dtype=DTYPES[dtype]) if DTYPES[dtype] else contextlib.nullcontext()
 
 
+def seconds_of(fn, device: torch.device) -> float:
+    sync(device)
+    start = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - start
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(iters):
-        sync(device)
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+    return median([seconds_of(fn, device) for _ in range(iters)])
+
+
+def matmul_call(device: torch.device, dtype: str, n: int = 2048, seconds: float = 0.5):
+    """(call, FLOPs): n x n x n products through ``F.linear`` with a bias (``addmm``, what every Linear runs),
+    repeated to last about ``seconds``."""
+    x, weight = (torch.randn(n, n, device=device, dtype=DTYPES[dtype] or torch.float32) for _ in range(2))
+    bias = torch.randn(n, device=device, dtype=x.dtype)
+    once = lambda: F.linear(x, weight, bias)  # noqa: E731
+    once()
+    repeats = max(1, round(seconds / seconds_of(once, device)))
+
+    def call():
+        for _ in range(repeats):
+            once()
+    return call, 2 * n ** 3 * repeats
 
 
 def matmul_gflops(device: str = 'cpu', dtype: str = 'fp32', n: int = 2048, iters: int = 5) -> float:
-    """This machine's measured matmul rate: GFLOP/s of an n x n x n product (2 n^3 FLOPs) through ``F.linear``
-    with a bias (``addmm``, the op every Linear layer runs)."""
+    """This machine's measured matmul rate (GFLOP/s, median of ``iters`` timings)."""
     device = torch.device(device)
-    x, weight = (torch.randn(n, n, device=device, dtype=DTYPES[dtype] or torch.float32) for _ in range(2))
-    bias = torch.randn(n, device=device, dtype=x.dtype)
-    return 2 * n ** 3 / median_seconds(lambda: F.linear(x, weight, bias), device, iters, warmup=2) / 1e9
+    call, flops = matmul_call(device, dtype, n)
+    return flops / median_seconds(call, device, iters, warmup=1) / 1e9
+
+
+def forward_against_matmul(forward, flops: float, device: torch.device, dtype: str, iters: int, warmup: int):
+    """(forward seconds, matmul GFLOP/s, model rate / matmul rate): the model's forward and the matmul timed in
+    alternating rounds, each ratio taken within its round, so that the machine's drift hits both alike."""
+    matmul, matmul_flops = matmul_call(device, dtype)
+    for _ in range(warmup):
+        forward()
+    rounds = [(seconds_of(forward, device), seconds_of(matmul, device)) for _ in range(iters)]
+    return (median([f for f, _ in rounds]), median([matmul_flops / m / 1e9 for _, m in rounds]),
+            median([(flops / f) / (matmul_flops / m) for f, m in rounds]))
 
 
 def build_model(cfg, device: str, channels_last: bool = True, checkpointing: bool = False):
@@ -83,8 +112,7 @@ def peak_of(fn, device) -> float:
 
 
 def benchmark_one(name: str, cfg, *, size, batch: int, dtype: str, device: str, channels_last: bool,
-                  checkpointing: bool, compile: bool, train: bool, iters: int, warmup: int,
-                  matmul_rate: float) -> dict:
+                  checkpointing: bool, compile: bool, train: bool, iters: int, warmup: int) -> dict:
     device = torch.device(device)
     model = build_model(cfg, device, channels_last, checkpointing)
     x = torch.randn(batch, 3, *size, device=device)
@@ -94,10 +122,10 @@ def benchmark_one(name: str, cfg, *, size, batch: int, dtype: str, device: str, 
     row = {'model': name, 'dtype': dtype, 'layout': 'channels_last' if channels_last else 'contiguous',
            'ckpt': checkpointing, 'compile': compile, 'batch': batch, 'size': f'{size[0]}x{size[1]}',
            'params_M': count_params(model) / 1e6, 'GMACs': flops / 2 / batch / 1e9}
-    seconds = median_seconds(forward_fn(runnable, x, dtype), device, iters, warmup)
-    row.update(fwd_img_s=batch / seconds, GFLOP_s=flops / seconds / 1e9,
-               matmul_pct=100 * flops / seconds / 1e9 / matmul_rate,
-               fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device))
+    seconds, matmul_rate, share = forward_against_matmul(forward_fn(runnable, x, dtype), flops, device, dtype, iters,
+                                                         warmup)
+    row.update(fwd_img_s=batch / seconds, GFLOP_s=flops / seconds / 1e9, matmul_GFLOP_s=matmul_rate,
+               matmul_pct=100 * share, fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device))
     if train:
         model.train()
         step = train_fn(runnable, x, dtype)
@@ -111,7 +139,6 @@ def benchmark_models(configs: dict, *, sizes: dict, batches, dtypes, layouts, ch
     """Every combination; ``report(row)`` is called as each row is ready. Training is timed for every row when
     ``train`` is set or checkpointing is among the variants (to compare with). Peak memory is the eager model's."""
     train = train or True in checkpointing
-    rates = {dtype: matmul_gflops(device, dtype) for dtype in dtypes}
     rows = []
     for name, cfg in configs.items():
         for dtype in dtypes:
@@ -120,16 +147,16 @@ def benchmark_models(configs: dict, *, sizes: dict, batches, dtypes, layouts, ch
                     for ckpt in checkpointing:
                         row = benchmark_one(name, cfg, size=sizes[name], batch=batch, dtype=dtype, device=device,
                                             channels_last=layout == 'channels_last', checkpointing=ckpt,
-                                            compile=compile, train=train, iters=iters, warmup=warmup,
-                                            matmul_rate=rates[dtype])
-                        row['matmul_GFLOP_s'] = rates[dtype]
+                                            compile=compile, train=train, iters=iters, warmup=warmup)
                         rows.append(row)
                         report(row)
     return rows
 
 
 def resolution_sweep(cfg, sizes: list[int], *, device: str, dtype: str, iters: int, report) -> list[dict]:
-    """Batch-1 inference of ``cfg.model`` at each square size, attention through SDPA and the explicit path."""
+    """Batch-1 inference of ``cfg.model`` at each square size, attention through SDPA and the explicit path:
+    seconds and peak memory of the whole model, and peak memory of its backbone alone (where attention's
+    share shows: at batch 1 the whole model's peak is the head's full-size logits)."""
     device = torch.device(device)
     model = build_model(cfg, device).eval()
     rows = []
@@ -140,24 +167,34 @@ def resolution_sweep(cfg, sizes: list[int], *, device: str, dtype: str, iters: i
             run = forward_fn(model, x, dtype)
             row = {'size': size, 'tokens': (size // 16) ** 2, 'attention': 'sdpa' if fused else 'explicit',
                    'dtype': dtype, 'seconds': median_seconds(run, device, iters, warmup=1),
-                   'peak_MiB': peak_of(run, device)}
+                   'peak_MiB': peak_of(run, device),
+                   'backbone_peak_MiB': peak_of(backbone_fn(model, x, dtype), device)}
             rows.append(row)
             report(row)
     set_fused_attention(model, True)
     return rows
 
 
+def backbone_fn(model, x, dtype: str):
+    def run():
+        with torch.inference_mode(), autocast(x.device, dtype):
+            model.backbone(x)
+    return run
+
+
 def plot_sweep(rows: list[dict], out) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    keys = ('seconds', 'backbone_peak_MiB', 'peak_MiB')
     for attention, style in (('sdpa', 'o-'), ('explicit', 's--')):
         part = [r for r in rows if r['attention'] == attention]
         tokens = [r['tokens'] for r in part]
-        axes[0].plot(tokens, [r['seconds'] for r in part], style, label=attention)
-        axes[1].plot(tokens, [r['peak_MiB'] for r in part], style, label=attention)
-    for ax, label in zip(axes, ('forward seconds (batch 1)', 'peak memory (MiB)')):
+        for ax, key in zip(axes, keys):
+            ax.plot(tokens, [r[key] for r in part], style, label=attention)
+    labels = ('forward seconds (batch 1)', 'backbone peak memory (MiB)', 'whole-model peak memory (MiB)')
+    for ax, label in zip(axes, labels):
         ax.set_xlabel('tokens per image ((size / 16)^2)')
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
