@@ -132,6 +132,14 @@ def test_cached_inference_bias_follows_parameter_updates():
     torch.testing.assert_close(after, before + 1.0)
 
 
+def test_a_grid_first_seen_in_inference_mode_trains_later():
+    bias = RelPosBias((3, 3), num_heads=2)
+    with torch.inference_mode():
+        bias((5, 3))  # a grid no other test uses: its offsets are made here first
+    bias((5, 3)).sum().backward()
+    assert bias.table.grad is not None and bias.table.grad.abs().sum() > 0
+
+
 def test_checkpoint_for_224_loads_into_a_model_built_for_384_with_resized_tables(tmp_path):
     ref, path = reference('coatnet_0_rw_224', tmp_path / 'w.safetensors', **SHALLOW)
     ours = zoo.create_classifier('coatnet_0_rw_224', img_size=384, **SHALLOW).eval()

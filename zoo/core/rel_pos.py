@@ -23,6 +23,19 @@ from .layers import Mlp
 Grid = tuple[int, int]
 
 
+def cached_tensors(maxsize: int):
+    """``functools.lru_cache`` for functions returning tensors, computed outside ``torch.inference_mode`` even
+    when first called inside it: a cached inference tensor could not take part in autograd later."""
+    def wrap(fn):
+        @functools.lru_cache(maxsize=maxsize)
+        @functools.wraps(fn)
+        def cached(*args):
+            with torch.inference_mode(False):
+                return fn(*args)
+        return cached
+    return wrap
+
+
 def _stretch_ratio(src: int, dst: int) -> float:
     """q with 1 + q + ... + q**(src//2 - 1) ~= dst // 2, by bisection on [1.01, 1.5] (BEiT's rule)."""
     low, high = 1.01, 1.5
@@ -35,7 +48,7 @@ def _stretch_ratio(src: int, dst: int) -> float:
     return q
 
 
-@functools.lru_cache(maxsize=64)
+@cached_tensors(maxsize=64)
 def offset_resize_matrix(src: int, dst: int) -> torch.Tensor:
     """'dst src' linear-interpolation weights taking ``src`` offsets (2n-1 of them) to ``dst`` offsets.
 
@@ -71,7 +84,7 @@ def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
     return rows @ table @ cols.T
 
 
-@functools.lru_cache(maxsize=32)
+@cached_tensors(maxsize=32)
 def relative_offsets(grid: Grid) -> tuple[torch.Tensor, torch.Tensor]:
     """Row and column indices '(h w) (h w)' of each query-key offset in a 'heads (2h-1) (2w-1)' table."""
     h, w = grid
