@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'tools'))
 import dense_benchmark  # noqa: E402
 import zoo  # noqa: E402
+from zoo.core import set_grad_checkpointing  # noqa: E402
 from zoo.profiling import count_macs, count_params, peak_memory, time_forward  # noqa: E402
 
 DTYPES = dense_benchmark.DTYPES
@@ -170,7 +171,7 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
                      'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1]})
         print(format_row(rows[-1], DPT_COLUMNS), flush=True)
     if checkpointing:
-        ours.backbone.grad_checkpointing = True
+        set_grad_checkpointing(ours.backbone)
         with peak_memory(x.device) as mem:
             seconds = time_call(lambda: train_step(ours, x, False))
         rows.append({'pass': 'forward+backward, activation checkpointing', 'batch': batch, 'size': size,
