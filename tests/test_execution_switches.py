@@ -4,7 +4,8 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.core import Attention, keep_convs_fp32_on_cpu_autocast, set_fused_attention, set_grad_checkpointing
+from zoo.core import (Attention, cpu_has_bf16_kernels, keep_convs_fp32_on_cpu_autocast, set_fused_attention,
+                       set_grad_checkpointing)
 from zoo.profiling import peak_memory
 
 SMALL = {
@@ -92,3 +93,17 @@ def test_convs_stay_fp32_under_cpu_autocast_with_the_same_weights():
     with torch.autocast('cpu', dtype=torch.bfloat16):
         assert nn.Linear(8, 8)(torch.randn(2, 8)).dtype == torch.bfloat16  # the rest of autocast is untouched
     torch.testing.assert_close(model(x), expected)  # outside autocast: the plain convolution
+
+
+@pytest.mark.skipif(cpu_has_bf16_kernels(), reason='this CPU has bf16 convolutions: they stay bf16 under autocast')
+def test_every_convolution_of_a_task_model_stays_fp32_under_cpu_autocast():
+    import heads
+    model = heads.MODELS.build(dict(
+        type='Segmentor', backbone=dict(type='ZooBackbone', name='cvt_13_224', depths=(1, 1, 1)),
+        neck=dict(type='DPTNeck', hidden_channels=(8, 16, 32, 32), fusion_channels=16),
+        decode_head=dict(type='DPTSegHead', num_classes=3, in_channels=16),
+        auxiliary_head=dict(type='DPTSegHead', num_classes=3, in_channels=16, upsample=False)))
+    convs = {name: type(m) for name, m in model.named_modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))}
+    plain = [name for name, kind in convs.items() if kind in (nn.Conv2d, nn.ConvTranspose2d)]
+    assert convs and not plain, plain
+    assert any(name.startswith('auxiliary_head.') for name in convs)

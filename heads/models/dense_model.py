@@ -38,19 +38,20 @@ class DenseModel(BaseModel):
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
         self.decode_head = build(decode_head)
         self.channels_last = channels_last
-        self.convolutional_parts_to_channels_last(self.neck, self.decode_head)
-        keep_convs_fp32_on_cpu_autocast(self)  # no-op where the CPU has bf16 convolutions, and outside autocast
+        self.prepare_convolutional_parts(self.neck, self.decode_head)  # the backbone's factory prepared it
         self.test_cfg = {'mode': 'whole', 'flip': False, **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
 
-    def convolutional_parts_to_channels_last(self, *parts) -> None:
-        """Conv weights in channels-last layout (faster convolutions on CPU and GPU; token maps from ViT
-        backbones already are 'b h w c' in memory)."""
-        if self.channels_last:
-            for part in parts:
-                if part is not None:
+    def prepare_convolutional_parts(self, *parts) -> None:
+        """Conv weights in channels-last layout with ``channels_last`` (faster convolutions on CPU and GPU; token
+        maps from ViT backbones already are 'b h w c' in memory), and convolutions kept fp32 under CPU bf16
+        autocast where the CPU has no bf16 kernels (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`)."""
+        for part in parts:
+            if part is not None:
+                if self.channels_last:
                     part.to(memory_format=torch.channels_last)
+                keep_convs_fp32_on_cpu_autocast(part)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps, deepest first."""

@@ -25,7 +25,7 @@ class Segmentor(DenseModel):
                  loss=None, **kwargs):
         super().__init__(backbone, decode_head, neck, **kwargs)
         self.auxiliary_head = build(auxiliary_head)
-        self.convolutional_parts_to_channels_last(self.auxiliary_head)
+        self.prepare_convolutional_parts(self.auxiliary_head)
         self.aux_weight = aux_weight
         self.loss_fn = build(loss or dict(type='CrossEntropyLoss', ignore_index=255))
 
