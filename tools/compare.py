@@ -104,7 +104,7 @@ def measure(cfg, batch: int) -> dict:
 
 def run_one(name: str, cfg, out: Path) -> dict:
     """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure; cached in result.json."""
-    from mmengine.runner import Runner
+    from heads.engine import ZooRunner
     work_dir = out / name
     result_file = work_dir / 'result.json'
     if result_file.exists():
@@ -114,7 +114,7 @@ def run_one(name: str, cfg, out: Path) -> dict:
     cfg.work_dir = str(work_dir)
     if (work_dir / 'last_checkpoint').exists():
         cfg.resume, cfg.load_from = True, None
-    Runner.from_cfg(cfg).train()
+    ZooRunner.from_cfg(cfg).train()
     metrics, seconds_per_iter = last_validation(work_dir)
     batch = cfg.train_dataloader.batch_size
     row = {'backbone': name, **measure(cfg, batch), 'train_img_s': batch / seconds_per_iter, **metrics}

@@ -40,7 +40,7 @@ def results_table(metrics: dict, per_class=None) -> str:
 
 
 def main(argv=None) -> dict:
-    from mmengine.runner import Runner
+    from heads.engine import ZooRunner
     args = parse_args(argv)
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.tta:
@@ -50,7 +50,7 @@ def main(argv=None) -> dict:
         cfg.custom_hooks.append(dict(type='PredictionVisualizationHook', show_dir=args.show_dir))
     cfg.load_from = None  # loaded below with weights-only semantics, .pth or .safetensors alike
     setup_launcher(cfg, args.launcher)
-    runner = Runner.from_cfg(cfg)
+    runner = ZooRunner.from_cfg(cfg)
     load_pretrained(runner.model, args.checkpoint, format='zoo')
     metrics = runner.test()
     per_class = getattr(runner.test_evaluator.metrics[0], 'per_class', None)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import heads  # noqa: E402,F401  (registers this project's parts)
-from heads.engine.launch import DictAction, enable_autocast, enable_resume, load_config, setup_launcher  # noqa: E402
+from heads.engine.launch import (DictAction, enable_autocast, enable_deterministic, enable_resume, load_config,  # noqa: E402
+                                 setup_launcher)
 
 
 def parse_args(argv=None):
@@ -23,6 +24,8 @@ def parse_args(argv=None):
     parser.add_argument('--resume', nargs='?', const='auto', default=None,
                         help='resume from this checkpoint, or (no value) from the latest in the work dir')
     parser.add_argument('--amp', action='store_true', help='bf16 autocast (CPU or GPU)')
+    parser.add_argument('--deterministic', action='store_true',
+                        help='deterministic algorithms (same result on every run of the same machine)')
     parser.add_argument('--data-root', help="override every dataset's data_root")
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None,
                         help='override config keys, e.g. train_cfg.max_iters=100')
@@ -31,15 +34,17 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    from mmengine.runner import Runner
+    from heads.engine import ZooRunner
     args = parse_args(argv)
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.amp:
         enable_autocast(cfg)
+    if args.deterministic:
+        enable_deterministic(cfg)
     if args.resume:
         enable_resume(cfg, None if args.resume == 'auto' else args.resume)
     setup_launcher(cfg, args.launcher)
-    runner = Runner.from_cfg(cfg)
+    runner = ZooRunner.from_cfg(cfg)
     runner.train()
     return runner
 

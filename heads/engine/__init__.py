@@ -1,6 +1,11 @@
-"""mmengine glue: safe checkpoints, autocast training, prediction pictures."""
+"""mmengine glue: a Runner with atomic, safely loaded checkpoints; hooks for safe checkpoints, exact resumes and
+divergence; autocast training; prediction pictures."""
 from .autocast import AutocastOptimWrapper
+from .non_finite import DivergedError, NonFiniteLossHook
+from .rng_state import RngStateHook
+from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
 from .visualization import PredictionVisualizationHook
 
-__all__ = ['AutocastOptimWrapper', 'PredictionVisualizationHook', 'SafeCheckpointHook']
+__all__ = ['AutocastOptimWrapper', 'DivergedError', 'NonFiniteLossHook', 'PredictionVisualizationHook',
+           'RngStateHook', 'SafeCheckpointHook', 'ZooRunner']

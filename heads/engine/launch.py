@@ -9,6 +9,9 @@ import torch.distributed as dist
 from mmengine.config import Config, DictAction  # noqa: F401  (DictAction re-exported for the tools)
 
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+#: Hooks every run gets (added when a config does not list them): weights-only-loadable checkpoints, the torch
+#: generator state in checkpoints for exact resumes, a stop at the first non-finite loss.
+REQUIRED_HOOKS = ('SafeCheckpointHook', 'RngStateHook', 'NonFiniteLossHook')
 
 
 def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config:
@@ -21,9 +24,18 @@ def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config
                 cfg[name].dataset.data_root = data_root
     cfg.work_dir = work_dir or cfg.get('work_dir') or str(Path('work_dirs') / Path(path).stem)
     hooks = cfg.setdefault('custom_hooks', [])
-    if not any(h.get('type') == 'SafeCheckpointHook' for h in hooks):
-        hooks.append(dict(type='SafeCheckpointHook'))
+    present = {h.get('type') for h in hooks}
+    hooks.extend(dict(type=name) for name in REQUIRED_HOOKS if name not in present)
     return cfg
+
+
+def enable_deterministic(cfg: Config) -> None:
+    """Deterministic algorithms everywhere (mmengine's ``randomness.deterministic``), and the cuBLAS workspace
+    setting CUDA needs for them. Bilinear/bicubic resizing then runs as matrix products (see
+    :func:`zoo.core.resize.resize`), since CUDA has no deterministic backward for them."""
+    cfg.randomness = dict(cfg.get('randomness') or {}, deterministic=True)
+    cfg.randomness.setdefault('seed', 0)
+    os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
 
 
 def enable_autocast(cfg: Config, dtype: str = 'bfloat16') -> None:

@@ -1,0 +1,44 @@
+"""Random-number state in checkpoints, so that a resumed run draws the same dropout / DropPath masks.
+
+mmengine resumes the data side by replaying the sampler and pipeline up to the checkpoint's iteration (the
+pipeline's numpy draws repeat with it), but the torch generator that the model draws from starts afresh. The
+hook stores the torch (CPU and CUDA) generator states with each checkpoint and puts them back right before
+the first iteration after a resume, after mmengine's replay of the data.
+"""
+from __future__ import annotations
+
+import torch
+from mmengine.hooks import Hook
+
+from ..registry import HOOKS
+
+KEY = 'torch_rng_state'
+
+
+@HOOKS.register_module()
+class RngStateHook(Hook):
+    """Saves the torch generator states in checkpoints and restores them when training resumes."""
+
+    priority = 'VERY_LOW'
+
+    def __init__(self):
+        self._pending: tuple[int, dict] | None = None
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        checkpoint[KEY] = {'cpu': torch.get_rng_state(),
+                           'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []}
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        if KEY in checkpoint:
+            self._pending = (checkpoint.get('meta', {}).get('iter'), checkpoint[KEY])
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        if self._pending is None:
+            return
+        iteration, state = self._pending
+        self._pending = None
+        if iteration != runner.iter:  # weights loaded to start a new run (load_from), not a resume
+            return
+        torch.set_rng_state(state['cpu'])
+        if state['cuda'] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state['cuda'])
