@@ -8,13 +8,25 @@ import numpy as np
 
 
 def read_rgb(path) -> np.ndarray:
-    """An 'h w 3' uint8 RGB array from an image file (grayscale is expanded, alpha dropped)."""
+    """An 'h w 3' uint8 RGB array from an image file, by these rules (docs/reliability.md):
+
+    - grayscale is repeated into three equal channels; palette images are expanded to their colours;
+    - an alpha channel is dropped (no compositing: transparent pixels keep their stored colour);
+    - 16-bit images are scaled to 8 bits, ``round(v * 255 / 65535)``;
+    - the EXIF orientation of JPEGs is applied (as cv2 and PIL viewers show them);
+    - floating-point images (EXR, float TIFF) are refused, since their range is unknown.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"image {path} does not exist")
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
     if image is None:
         raise ValueError(f"cannot decode image {path}: the file is corrupt, truncated or not an image")
+    if image.dtype == np.uint16:
+        image = ((image.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
+    elif image.dtype != np.uint8:
+        raise ValueError(f"image {path} has {image.dtype} pixels: only 8- and 16-bit integer images are read; "
+                         f"convert it to an 8-bit PNG/JPEG with the intensity range you want")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 

@@ -84,7 +84,8 @@ class CrossEntropyLoss(nn.Module):
         bad = labels[valid & ((labels < 0) | (labels >= k))]
         if bad.numel():
             raise ValueError(f"labels {bad.unique().tolist()} are outside the valid range [0, {k}) "
-                             f"and are not ignore_index={self.ignore_index}")
+                             f"and are not ignore_index={self.ignore_index}: the model predicts {k} classes "
+                             f"(decode_head.num_classes) but the data has more; make them agree")
         weight = None if self.class_weight is None else self.class_weight.float()
         if weight is not None and weight.numel() != k:
             raise ValueError(f"class_weight has {weight.numel()} entries for {k} classes")

@@ -36,3 +36,10 @@ class DenseDataset(BaseDataset):
 
     def __init__(self, pipeline=(), **kwargs):
         super().__init__(pipeline=build_pipeline(pipeline), **kwargs)
+
+    def get_data_info(self, idx: int) -> dict:
+        """The data info, with 'num_classes' when the classes are known (LoadAnnotations checks labels with it)."""
+        info = super().get_data_info(idx)
+        if self.metainfo.get('classes'):
+            info.setdefault('num_classes', len(self.metainfo['classes']))
+        return info

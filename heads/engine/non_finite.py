@@ -22,8 +22,9 @@ class NonFiniteLossHook(Hook):
     priority = 'VERY_HIGH'
 
     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
-        bad = {k: float(v) for k, v in (outputs or {}).items()
-               if 'loss' in k and not math.isfinite(float(v))}
+        losses = {k: v.detach().item() if torch.is_tensor(v) else float(v)
+                  for k, v in (outputs or {}).items() if 'loss' in k}
+        bad = {k: v for k, v in losses.items() if not math.isfinite(v)}
         if bad:
             self._stop(runner, f"loss {bad} at iteration {runner.iter + 1}")
 

@@ -17,6 +17,8 @@ from .base import DenseTransform
 #: Defaults when the data info does not say how depth is encoded: uint16 millimetres, 0 = no measurement.
 DEFAULT_DEPTH_SCALE = 1000.0
 DEFAULT_DEPTH_INVALID = (0,)
+#: The label that losses and metrics skip (mmseg's convention); padding and void classes are mapped to it.
+IGNORE_INDEX = 255
 
 
 def _add_field(results: dict, key: str) -> None:
@@ -45,6 +47,30 @@ def _check_same_size(array: np.ndarray, path, results: dict, what: str) -> None:
         raise ValueError(f"{source} is {h}x{w} (h x w) but its image {results.get('img_path')} is "
                          f"{img_h}x{img_w}: they must have the same size; check that the two files belong "
                          f"together (same stem) and that neither was resized")
+
+
+def _as_8bit_labels(raw: np.ndarray, path) -> np.ndarray:
+    """8-bit label maps as they are; 16-bit ones when every value fits in 0..255."""
+    if raw.dtype == np.uint16 and raw.max(initial=0) <= 255:
+        return raw.astype(np.uint8)
+    if raw.dtype != np.uint8:
+        largest = f" (largest value {raw.max()})" if raw.dtype.kind in 'iu' else ''
+        raise ValueError(f"label map {path} is {raw.dtype}{largest}; a label map holds class ids 0..255 in an "
+                         f"8-bit PNG (or a 16-bit one whose values fit in 0..255)")
+    return raw
+
+
+def _check_label_range(labels: np.ndarray, num_classes: int | None, path) -> None:
+    """Every encoded label is a class (0..num_classes-1) or the ignore index; ``num_classes`` None = unknown."""
+    if num_classes is None:
+        return
+    present = np.flatnonzero(np.bincount(labels.ravel(), minlength=256))
+    bad = present[(present >= num_classes) & (present != IGNORE_INDEX)]
+    if bad.size:
+        raise ValueError(f"label map {path} has values {bad.tolist()} (after the dataset's label_map and "
+                         f"reduce_zero_label) outside the {num_classes} classes 0..{num_classes - 1} that are not "
+                         f"the ignore index {IGNORE_INDEX}; map them with the dataset's label_map (e.g. "
+                         f"{{{int(bad[0])}: {IGNORE_INDEX}}} to ignore them) or give the dataset all its classes")
 
 
 def encode_labels(raw: np.ndarray, label_map: dict | None, reduce_zero_label: bool) -> np.ndarray:
@@ -89,8 +115,9 @@ class LoadAnnotations(DenseTransform):
     """Load the label map (``seg``) and/or the depth map (``depth``) named by the data info.
 
     Label map: 'seg_map_path' read with cv2.IMREAD_UNCHANGED; it must be a single-channel 8-bit index image
-    (pixel value = class id). The data info's 'label_map' (old -> new) is applied, then 'reduce_zero_label',
-    exactly as mmseg. Result: 'gt_seg_map' uint8 'h w'.
+    (pixel value = class id; 16-bit when its values fit in 0..255). The data info's 'label_map' (old -> new) is
+    applied, then 'reduce_zero_label', exactly as mmseg. With 'num_classes' in the data info (datasets add it),
+    a value that is neither a class nor 255 (ignore) is an error naming the file. Result: 'gt_seg_map' uint8 'h w'.
 
     Depth map: 'depth_path' read with cv2.IMREAD_UNCHANGED (uint16 or uint8, single channel); raw values in
     'depth_invalid' become 0, the rest are divided by 'depth_scale' (raw / depth_scale = metres). Result:
@@ -133,10 +160,11 @@ class LoadAnnotations(DenseTransform):
                              f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
                              f"colour-coded labels to class indices (a palette PNG must be saved as "
                              f"grayscale indices, since OpenCV expands palettes to colours)")
-        if raw.dtype != np.uint8:
-            raise ValueError(f"label map {path} is {raw.dtype}; a label map must be 8-bit (class ids 0..255)")
+        raw = _as_8bit_labels(raw, path)
         _check_same_size(raw, path, results, 'label map')
-        return encode_labels(raw, results.get('label_map'), bool(results.get('reduce_zero_label', False)))
+        labels = encode_labels(raw, results.get('label_map'), bool(results.get('reduce_zero_label', False)))
+        _check_label_range(labels, results.get('num_classes'), path)
+        return labels
 
     @staticmethod
     def _load_depth(results: dict) -> np.ndarray:
