@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.resize import interpolate
+
 from .registry import MODELS
 
 
@@ -79,7 +81,7 @@ class CrossEntropyLoss(nn.Module):
         k = logits.shape[1]
         labels = labels.long()
         if logits.shape[-2:] != labels.shape[-2:]:
-            logits = F.interpolate(logits, size=labels.shape[-2:], mode='bilinear', align_corners=False)
+            logits = interpolate(logits, size=labels.shape[-2:], mode='bilinear', align_corners=False)
         valid = labels != self.ignore_index  # b h w
         bad = labels[valid & ((labels < 0) | (labels >= k))]
         if bad.numel():

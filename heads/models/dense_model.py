@@ -5,11 +5,11 @@ from abc import abstractmethod
 from functools import partial
 
 import torch
-import torch.nn.functional as F
 from mmengine.model import BaseModel
 from torch import nn
 
 from zoo.core import keep_convs_fp32_on_cpu_autocast
+from zoo.core.resize import interpolate
 
 from ..backbone import backbone_description, backbone_features
 from ..registry import MODELS
@@ -62,7 +62,7 @@ class DenseModel(BaseModel):
         """Head output resized to the input size: 'b c H W -> b k H W'."""
         out = self.decode_head(self.extract_features(inputs)[-1])
         if out.shape[-2:] != inputs.shape[-2:]:
-            out = F.interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
+            out = interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
         return out
 
     def inference(self, inputs: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ class DenseModel(BaseModel):
             out = out[None, :, :h, :w]
             ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
             if ori != (h, w):
-                out = F.interpolate(out, size=ori, mode='bilinear', align_corners=False)
+                out = interpolate(out, size=ori, mode='bilinear', align_corners=False)
             self.store_prediction(sample, out[0])
         return data_samples
 

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from mmengine.structures import PixelData
+
+from zoo.core.resize import interpolate
 
 from ..registry import MODELS
 from .dense_model import DenseModel, build
 
 
 def resize_to(x: torch.Tensor, size) -> torch.Tensor:
-    return x if x.shape[-2:] == tuple(size) else F.interpolate(x, size=size, mode='bilinear', align_corners=False)
+    return x if x.shape[-2:] == tuple(size) else interpolate(x, size=size, mode='bilinear', align_corners=False)
 
 
 @MODELS.register_module()

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from zoo.core.resize import interpolate
+
 from ..registry import MODELS
 
 READOUTS = ('ignore', 'add', 'project')
@@ -103,9 +105,9 @@ class FusionBlock(nn.Module):
     def forward(self, x: torch.Tensor, skip: torch.Tensor | None = None) -> torch.Tensor:
         if skip is not None:
             if skip.shape[-2:] != x.shape[-2:]:
-                skip = F.interpolate(skip, size=x.shape[-2:], mode='bilinear', align_corners=False)
+                skip = interpolate(skip, size=x.shape[-2:], mode='bilinear', align_corners=False)
             x = x + self.res1(skip)
-        return F.interpolate(self.proj(self.res2(x)), scale_factor=2, mode='bilinear', align_corners=True)
+        return interpolate(self.proj(self.res2(x)), scale_factor=2, mode='bilinear', align_corners=True)
 
 
 @MODELS.register_module()

@@ -14,12 +14,12 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from ..core import (Attention, Block, Checkpointable, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens,
                     SeparateQKV, init_linear)
+from ..core.resize import interpolate
 from ..registry import register_variant
 from .common import pair, tap_indices
 
@@ -55,7 +55,7 @@ class Branch(nn.Module):
         grid = self.grid(x.shape[-2:])
         size = (grid[0] * self.patch_embed.patch_size, grid[1] * self.patch_embed.patch_size)
         if tuple(x.shape[-2:]) != size:
-            x = F.interpolate(x, size=size, mode='bicubic', align_corners=False)
+            x = interpolate(x, size=size, mode='bicubic', align_corners=False)
         tokens, grid = self.patch_embed(x)
         return self.prefix(tokens) + self.pos_embed(grid), grid
 
@@ -207,7 +207,7 @@ class CrossViTBackbone(CrossViTEncoder):
             for tokens, grid in zip(outputs[i], grids):
                 fmap = rearrange(tokens[:, 1:], 'b (h w) d -> b d h w', h=grid[0], w=grid[1])
                 if tuple(grid) != tuple(target):
-                    fmap = F.interpolate(fmap, size=target, mode='bilinear', align_corners=False, antialias=True)
+                    fmap = interpolate(fmap, size=target, mode='bilinear', align_corners=False, antialias=True)
                 branch_maps.append(fmap)
             maps.append(torch.cat(branch_maps, dim=1))
             prefixes.append(torch.cat([tokens[:, :1] for tokens in outputs[i]], dim=-1))

@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
+
+from .resize import interpolate
 
 Grid = tuple[int, int]
 
@@ -29,7 +30,7 @@ def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num
     prefix, grid_part = embed[:, :num_prefix], embed[:, num_prefix:]
     grid_part = rearrange(grid_part.float(), '1 (h w) d -> 1 d h w', h=old_grid[0])
     antialias = antialias and mode in ('bilinear', 'bicubic')
-    grid_part = F.interpolate(grid_part, size=new_grid, mode=mode, antialias=antialias,
+    grid_part = interpolate(grid_part, size=new_grid, mode=mode, antialias=antialias,
                               align_corners=False if mode in ('bilinear', 'bicubic') else None)
     grid_part = rearrange(grid_part, '1 d h w -> 1 (h w) d').to(embed.dtype)
     return torch.cat([prefix, grid_part], dim=1)
