@@ -8,6 +8,8 @@ import torch
 import torch.distributed as dist
 from mmengine.config import Config, DictAction  # noqa: F401  (DictAction re-exported for the tools)
 
+from .config_check import check_config_keys
+
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 #: Hooks every run gets (added when a config does not list them): weights-only-loadable checkpoints, the torch
 #: generator state in checkpoints for exact resumes, a stop at the first non-finite loss.
@@ -26,6 +28,7 @@ def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config
     hooks = cfg.setdefault('custom_hooks', [])
     present = {h.get('type') for h in hooks}
     hooks.extend(dict(type=name) for name in REQUIRED_HOOKS if name not in present)
+    check_config_keys(cfg.to_dict())
     return cfg
 
 
@@ -51,11 +54,32 @@ def enable_resume(cfg: Config, checkpoint: str | None) -> None:
 
 
 def setup_launcher(cfg: Config, launcher: str) -> None:
-    """'pytorch' (torchrun): NCCL on GPUs as mmengine does; on CPU, gloo initialised here and DDP without
-    device_ids (mmengine would call torch.cuda.set_device and pass device_ids, both of which fail on CPU)."""
+    """'pytorch' (torchrun): NCCL on GPUs as mmengine does; on CPU, gloo initialised here and the model wrapped
+    by DDP without device_ids (mmengine would call torch.cuda.set_device and pass ``device_ids=[LOCAL_RANK]``,
+    both of which fail on CPU). A ``model_wrapper_cfg`` of the config is kept, completed for CPU.
+
+    DDP looks for parameters without gradient (``find_unused_parameters``) unless the config says otherwise:
+    DPT's deepest fusion block has no skip input, so its first residual unit never takes part in the loss, and
+    DDP without the search stops at the second iteration."""
     cfg.launcher = launcher
-    if launcher == 'none' or torch.cuda.is_available():
+    if launcher == 'none':
+        return
+    cfg.setdefault('find_unused_parameters', True)
+    if torch.cuda.is_available():
         return
     if not dist.is_initialized():
         dist.init_process_group('gloo', rank=int(os.environ['RANK']), world_size=int(os.environ['WORLD_SIZE']))
-    cfg.model_wrapper_cfg = dict(type='MMDistributedDataParallel', broadcast_buffers=False)
+    cfg.model_wrapper_cfg = _cpu_model_wrapper_cfg(cfg.get('model_wrapper_cfg'), cfg.find_unused_parameters)
+
+
+def _cpu_model_wrapper_cfg(wrapper_cfg, find_unused_parameters: bool) -> dict:
+    """The config's model wrapper (default: mmengine's DDP, buffers not broadcast as mmengine does) with
+    ``device_ids=None``: mmengine's Runner.wrap_model passes ``device_ids=[LOCAL_RANK]`` to every DDP subclass
+    unless the config names them, and DDP refuses device ids for a CPU module."""
+    wrapper_cfg = dict(wrapper_cfg or {})
+    wrapper_cfg.setdefault('type', 'MMDistributedDataParallel')
+    if 'DistributedDataParallel' in str(wrapper_cfg['type']):
+        wrapper_cfg.setdefault('broadcast_buffers', False)
+        wrapper_cfg.setdefault('find_unused_parameters', find_unused_parameters)
+        wrapper_cfg['device_ids'] = None
+    return wrapper_cfg

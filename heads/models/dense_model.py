@@ -5,6 +5,7 @@ from abc import abstractmethod
 from functools import partial
 
 import torch
+import torch.distributed as dist
 from mmengine.model import BaseModel
 from torch import nn
 
@@ -101,3 +102,14 @@ class DenseModel(BaseModel):
     @abstractmethod
     def loss(self, inputs: torch.Tensor, data_samples) -> dict:
         """The task's losses for a batch."""
+
+    def parse_losses(self, losses: dict) -> tuple[torch.Tensor, dict]:
+        """mmengine's, with the logged values averaged over the processes of a distributed run, so that the log
+        shows the loss of the whole batch (mmengine logs rank 0's own); the loss to optimise stays this
+        process's (DDP averages the gradients)."""
+        loss, log_vars = super().parse_losses(losses)
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            values = torch.stack([value.detach().float() for value in log_vars.values()])
+            dist.all_reduce(values)
+            log_vars = type(log_vars)(zip(log_vars, values / dist.get_world_size()))
+        return loss, log_vars
