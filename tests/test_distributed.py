@@ -8,7 +8,7 @@ BatchNorm: the quickstart's DPTSegHead has one BatchNorm2d (``decode_head.head.1
 with the statistics of its process's b samples, not of all 2b, so the runs differ (measured: 3.7e-4 in the
 weights after 5 iterations, as much as training on half the data). torch's SyncBatchNorm (``sync_bn='torch'``)
 refuses CPU modules ("SyncBatchNorm layers only work with GPU modules") and the head has no option without BN.
-Both runs therefore go through this file's entry point (``python tests/test_distributed.py ARGS``: tools/train.py
+Both runs therefore go through this file's entry point (``python -m tests.test_distributed ARGS``: tools/train.py
 with BatchNorm layers in eval mode, the same in both runs: fixed statistics, learnt affine weights, mmseg's
 ``norm_eval``). The logged losses are the whole batch's (DenseModel.parse_losses averages them over the
 processes). The plain command is run as well, on the quickstart itself.
@@ -20,7 +20,6 @@ so the weights differ by far less than the learning rate (measured: 2e-8 for wei
 rank training on its own b samples without gradient averaging, differs by 4e-4 in weights and >= 5e-4 in the
 loss of every iteration; per-rank BatchNorm by 3.7e-4.
 """
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from .training_logs import logged
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERS, PER_RANK, WORLD = 5, 2, 2
@@ -58,18 +59,6 @@ def run(*args, nproc: int = 1):
     return done
 
 
-def logged(work_dir: Path) -> tuple[dict, dict]:
-    """{iteration: training loss} and the last validation metrics, from the run's scalars.json."""
-    losses, metrics = {}, {}
-    for line in next(work_dir.glob('*/vis_data/scalars.json')).read_text().splitlines():
-        record = json.loads(line)
-        if 'loss' in record:
-            losses[record['step']] = record['loss']
-        if 'mIoU' in record:
-            metrics = {k: v for k, v in record.items() if k not in ('step', 'data_time', 'time')}
-    return losses, metrics
-
-
 def assert_one_checkpoint(work_dir: Path, iters: int) -> dict:
     """Rank 0 alone wrote the final checkpoint: one whole file, no leftover partial one."""
     assert sorted(p.name for p in work_dir.glob('*.pth*')) == [f'iter_{iters}.pth']
@@ -79,10 +68,10 @@ def assert_one_checkpoint(work_dir: Path, iters: int) -> dict:
 
 def test_two_processes_of_batch_b_train_like_one_process_of_batch_2b(tmp_path):
     config = deterministic_config(tmp_path)
-    me = Path(__file__).relative_to(ROOT)
-    run(me, config, '--launcher', 'pytorch', '--work-dir', tmp_path / 'ddp', '--cfg-options',
+    me = ('-m', 'tests.test_distributed')  # this file's entry point, below
+    run(*me, config, '--launcher', 'pytorch', '--work-dir', tmp_path / 'ddp', '--cfg-options',
         f'train_dataloader.batch_size={PER_RANK}', nproc=WORLD)
-    run(me, config, '--work-dir', tmp_path / 'single', '--cfg-options',
+    run(*me, config, '--work-dir', tmp_path / 'single', '--cfg-options',
         f'train_dataloader.batch_size={PER_RANK * WORLD}')
 
     ddp, single = assert_one_checkpoint(tmp_path / 'ddp', ITERS), assert_one_checkpoint(tmp_path / 'single', ITERS)

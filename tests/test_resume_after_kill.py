@@ -1,12 +1,13 @@
 """A training run killed with SIGKILL (between checkpoints, or halfway through writing one) and resumed with
 --resume ends where an uninterrupted run ends: same weights, same losses per iteration, same metrics."""
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from .training_logs import logged
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERS, EVERY = 12, 4
@@ -25,19 +26,6 @@ def train_args(work_dir: Path, *extra) -> list[str]:
 def run(*args, killed=False):
     done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == (-9 if killed else 0), done.stderr[-3000:]
-
-
-def logged(work_dir: Path) -> tuple[dict, dict]:
-    """{iteration: training loss} and the final validation metrics, from every run's scalars.json there."""
-    losses, metrics = {}, {}
-    for scalars in sorted(work_dir.glob('*/vis_data/scalars.json')):
-        for line in scalars.read_text().splitlines():
-            record = json.loads(line)
-            if 'loss' in record:
-                losses[record['step']] = record['loss']
-            if 'mIoU' in record:
-                metrics = {k: v for k, v in record.items() if k not in ('step', 'data_time', 'time')}
-    return losses, metrics
 
 
 def final_weights(work_dir: Path) -> dict:

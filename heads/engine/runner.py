@@ -34,10 +34,10 @@ def latest_complete_checkpoint(work_dir) -> Path | None:
     """The checkpoint to resume from: ``last_checkpoint``'s target if complete, else the newest complete
     numbered one in ``work_dir``; None when there is none."""
     work_dir = Path(work_dir)
-    pointer = work_dir / 'last_checkpoint'
-    named = Path(pointer.read_text().strip()) if pointer.is_file() and pointer.read_text().strip() else None
-    if named is not None and is_complete(named):
-        return named
+    pointer = work_dir / 'last_checkpoint'  # written in place by mmengine: trusted only when it names a whole file
+    named = pointer.read_text().strip() if pointer.is_file() else ''
+    if named and is_complete(Path(named)):
+        return Path(named)
     numbered = sorted((int(m.group(1)), p) for p in work_dir.glob('*.pth') if (m := _NUMBERED.search(p.name)))
     return next((p for _, p in reversed(numbered) if is_complete(p)), None)
 
