@@ -41,3 +41,12 @@ def keep_ratio_size(height: int, width: int, scale: tuple[int, int]) -> tuple[in
     """mmseg's keep-ratio rescale: fit the long side in max(scale) and the short side in min(scale)."""
     factor = min(max(scale) / max(height, width), min(scale) / min(height, width))
     return int(height * factor + 0.5), int(width * factor + 0.5)
+
+
+def write_rgb(path, image: np.ndarray) -> Path:
+    """Write an 'h w 3' uint8 RGB picture (PNG/JPEG by the suffix), making its folder; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
+        raise ValueError(f"could not write {path}: use a .png or .jpg name")
+    return path

@@ -23,11 +23,13 @@ import sys
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import heads  # noqa: E402,F401  (registers this project's parts)
 from heads.engine.config_diff import differing_keys  # noqa: E402
 from heads.engine.launch import DictAction, load_config  # noqa: E402
+from heads.engine.logs import last_metrics, read_scalars  # noqa: E402
 from zoo.profiling import count_macs, count_params, peak_memory, time_forward  # noqa: E402
 
 COLUMNS = ['backbone', 'params_M', 'GMACs', 'forward_img_s', 'train_img_s', 'train_peak_MiB']
@@ -76,15 +78,12 @@ def crop_size(cfg) -> tuple[int, int]:
     raise ValueError("cannot tell the training crop: add a RandomCrop to the train pipeline or set crop_size")
 
 
-def last_validation(work_dir: Path) -> dict:
-    """The last validation record mmengine logged (scalars.json), metrics only."""
-    logs = sorted(work_dir.glob('*/vis_data/scalars.json'))
-    records = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
-    train = [r for r in records if 'loss' in r and 'time' in r]
-    val = [r for r in records if 'loss' not in r and 'step' in r and 'lr' not in r]
-    metrics = {k: v for k, v in (val[-1] if val else {}).items() if k not in ('step', 'data_time', 'time')}
-    steady = train[1:] or train  # the first logged window includes start-up
-    return metrics, (sum(r['time'] for r in steady) / len(steady) if steady else float('nan'))
+def last_validation(work_dir: Path) -> tuple[dict, float]:
+    """The last validation metrics mmengine logged, and the mean seconds per training iteration."""
+    scalars = read_scalars(work_dir)
+    times = [t for _, t in sorted(scalars['train'].get('time', {}).items())]
+    steady = times[1:] or times  # the first logged window includes start-up
+    return last_metrics(scalars), (sum(steady) / len(steady) if steady else float('nan'))
 
 
 def measure(cfg, batch: int) -> dict:
@@ -174,7 +173,7 @@ def main(argv=None) -> list[dict]:
         check_only_backbones_differ(configs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [run_one(name, cfg, out) for name, cfg in configs.items()]
+    rows = [run_one(name, cfg, out) for name, cfg in tqdm(configs.items(), desc='backbones', unit='run')]
     command = shlex.join(['python', 'tools/compare.py', *(sys.argv[1:] if argv is None else argv)])
     metric_keys = write_table(rows, out, f'```\n{command}\n```')
     metric = args.metric or ('mIoU' if 'mIoU' in metric_keys else (metric_keys or [None])[0])

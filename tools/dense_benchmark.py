@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import time
 
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 import heads
 from zoo.core import set_fused_attention, set_grad_checkpointing
@@ -140,16 +142,13 @@ def benchmark_models(configs: dict, *, sizes: dict, batches, dtypes, layouts, ch
     ``train`` is set or checkpointing is among the variants (to compare with). Peak memory is the eager model's."""
     train = train or True in checkpointing
     rows = []
-    for name, cfg in configs.items():
-        for dtype in dtypes:
-            for layout in layouts:
-                for batch in batches:
-                    for ckpt in checkpointing:
-                        row = benchmark_one(name, cfg, size=sizes[name], batch=batch, dtype=dtype, device=device,
-                                            channels_last=layout == 'channels_last', checkpointing=ckpt,
-                                            compile=compile, train=train, iters=iters, warmup=warmup)
-                        rows.append(row)
-                        report(row)
+    combinations = list(itertools.product(configs.items(), dtypes, layouts, batches, checkpointing))
+    for (name, cfg), dtype, layout, batch, ckpt in tqdm(combinations, desc='dense benchmark', unit='row'):
+        row = benchmark_one(name, cfg, size=sizes[name], batch=batch, dtype=dtype, device=device,
+                            channels_last=layout == 'channels_last', checkpointing=ckpt, compile=compile,
+                            train=train, iters=iters, warmup=warmup)
+        rows.append(row)
+        report(row)
     return rows
 
 
@@ -160,7 +159,7 @@ def resolution_sweep(cfg, sizes: list[int], *, device: str, dtype: str, iters: i
     device = torch.device(device)
     model = build_model(cfg, device).eval()
     rows = []
-    for size in sizes:
+    for size in tqdm(sizes, desc='resolution sweep', unit='size'):
         x = torch.randn(1, 3, size, size, device=device)
         for fused in (True, False):
             set_fused_attention(model, fused)

@@ -7,6 +7,7 @@ import cv2
 import numpy as np
 from mmengine.hooks import Hook
 
+from ..image_io import write_rgb
 from ..registry import HOOKS
 from ..visualize import colorize_depth, colorize_labels, default_palette, side_by_side
 
@@ -14,7 +15,8 @@ from ..visualize import colorize_depth, colorize_labels, default_palette, side_b
 @HOOKS.register_module()
 class PredictionVisualizationHook(Hook):
     """Rows of [image | ground truth | prediction] for the first ``max_images`` validation images, written to
-    ``work_dir/<grid_file>`` after each validation; with ``show_dir`` every test image is written there too.
+    ``work_dir/<grid_file>`` after each validation and given to the visualizer's backends (TensorBoard: images
+    tab, one per validation step); with ``show_dir`` every test image is written there too.
     """
 
     def __init__(self, grid_file: str = 'predictions.png', max_images: int = 4, show_dir: str | None = None):
@@ -31,19 +33,18 @@ class PredictionVisualizationHook(Hook):
 
     def after_val_epoch(self, runner, metrics=None) -> None:
         if self._rows:
-            path = Path(runner.work_dir) / self.grid_file
-            cv2.imwrite(str(path), cv2.cvtColor(side_by_side(self._rows), cv2.COLOR_RGB2BGR))
+            grid = side_by_side(self._rows)
+            path = write_rgb(Path(runner.work_dir) / self.grid_file, grid)
+            runner.visualizer.add_image('val_predictions', grid, step=runner.iter)  # TensorBoard's images tab
             runner.logger.info(f"predictions next to ground truth: {path}")
 
     def after_test_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
         if not self.show_dir:
             return
-        out_dir = Path(self.show_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
         for image, sample in zip(data_batch['inputs'], outputs):
             name = Path(str(sample.metainfo.get('img_path', f'{batch_idx}'))).stem + '.png'
             picture = side_by_side([self._panels(runner, image, sample)])
-            cv2.imwrite(str(out_dir / name), cv2.cvtColor(picture, cv2.COLOR_RGB2BGR))
+            write_rgb(Path(self.show_dir) / name, picture)
 
     def _panels(self, runner, image, sample) -> list[np.ndarray]:
         if 'pred_sem_seg' in sample:

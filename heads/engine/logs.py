@@ -1,0 +1,39 @@
+"""Reading what mmengine logged in a work dir (``<timestamp>/vis_data/scalars.json`` of each run)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+#: Keys of mmengine's records that count, rather than measure.
+COUNTERS = ('step', 'iter', 'epoch')
+#: Keys that time the run: logged with training and validation records alike, not results.
+TIMING = ('time', 'data_time', 'memory')
+
+
+def read_scalars(work_dir) -> dict[str, dict[str, dict[int, float]]]:
+    """``{'train': {key: {step: value}}, 'val': {key: {step: value}}}`` over every run in ``work_dir`` in the
+    order of the runs (a resumed run continues the steps of the one before; a step logged again replaces the
+    older value). Training records are those with a loss; the others are validation results."""
+    runs = sorted(Path(work_dir).glob('*/vis_data/scalars.json'))
+    if not runs:
+        raise FileNotFoundError(f"no mmengine log in {work_dir}: expected {work_dir}/<timestamp>/vis_data/"
+                                f"scalars.json, written by tools/train.py")
+    series: dict[str, dict[str, dict[int, float]]] = {'train': {}, 'val': {}}
+    for scalars in runs:
+        for line in scalars.read_text().splitlines():
+            record = json.loads(line)
+            part = series['train' if any('loss' in key for key in record) else 'val']
+            for key, value in record.items():
+                if key not in COUNTERS and isinstance(value, (int, float)):
+                    part.setdefault(key, {})[record['step']] = float(value)
+    return series
+
+
+def metric_names(scalars: dict) -> list[str]:
+    """The validation metrics of :func:`read_scalars`'s result (its timing keys left out)."""
+    return sorted(key for key in scalars['val'] if key not in TIMING)
+
+
+def last_metrics(scalars: dict) -> dict[str, float]:
+    """Each validation metric at the last step it was logged."""
+    return {key: scalars['val'][key][max(scalars['val'][key])] for key in metric_names(scalars)}

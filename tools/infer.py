@@ -1,0 +1,124 @@
+"""Predict images with a trained model and draw the results.
+
+    python tools/infer.py configs/dpt_vitt4_camvid_cpu.py work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth \\
+        ../shared/data/camvid/images/val --out results/camvid_val
+    python tools/infer.py CONFIG model.safetensors street.jpg kitchen/ --out out --device cuda
+
+For each image (files, or the images in folders), writes to --out:
+- ``<stem>.png``: segmentation: the image with the predicted classes blended in (``--alpha``) and a legend of
+  the classes present; depth: the depth map in colour (near = bright) with a colour bar in metres;
+- ``<stem>_pred.png``: the raw prediction at the image's size: class ids (8-bit; 255 = none), metric depth in
+  millimetres (16-bit; 0 = none), or a relative head's inverse depth scaled to 0..65535.
+Predictions come from heads.Predictor (the config's model, resized as its test pipeline does).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from heads import Predictor  # noqa: E402
+from heads.image_io import read_rgb, write_rgb  # noqa: E402
+from heads.visualize import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay  # noqa: E402
+
+IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('config')
+    parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
+    parser.add_argument('inputs', nargs='+', help='images or folders of images')
+    parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
+    return parser.parse_args(argv)
+
+
+def list_images(inputs) -> list[Path]:
+    """The files named, and the images inside the folders named (sorted); an error names what is missing."""
+    images = []
+    for item in map(Path, inputs):
+        if item.is_dir():
+            found = sorted(p for p in item.rglob('*') if p.suffix.lower() in IMAGE_SUFFIXES)
+            if not found:
+                raise ValueError(f"folder {item} holds no image ({', '.join(IMAGE_SUFFIXES)})")
+            images += found
+        elif item.is_file():
+            images.append(item)
+        else:
+            raise FileNotFoundError(f"input {item} does not exist")
+    return images
+
+
+def class_meta(cfg) -> tuple[list[str], list]:
+    """Class names and palette of the config's test dataset (built lazily: no file is read)."""
+    from heads.registry import DATASETS
+    dataset_cfg = dict(cfg.get('test_dataloader', cfg.get('val_dataloader', {})).get('dataset', {}))
+    try:
+        meta = DATASETS.build({**dataset_cfg, 'lazy_init': True}).metainfo if dataset_cfg else {}
+    except Exception:  # a dataset that reads its files even lazily: names fall back to numbers
+        meta = {}
+    classes = list(meta.get('classes') or [])
+    palette = meta.get('palette') or default_palette(max(len(classes), 256))
+    return classes, palette
+
+
+def predict_scale(cfg):
+    """The config's ``predict_scale``, or the scale of its test pipeline's Resize (as evaluation sees images)."""
+    if cfg.get('predict_scale'):
+        return cfg.predict_scale
+    pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline', [])
+    return next((tuple(t['scale']) for t in pipeline if t.get('type') == 'Resize' and t.get('keep_ratio')), None)
+
+
+def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
+    """The image with the class colours blended in, and a legend of the classes present."""
+    blended = overlay(image, colorize_labels(labels, palette), alpha, mask=labels != 255)
+    present = [int(c) for c in np.unique(labels) if c != 255]
+    names = [classes[c] if c < len(classes) else f'class {c}' for c in present]
+    return np.concatenate([blended, legend(names, [palette[c] for c in present], image.shape[0])], axis=1)
+
+
+def draw_depth(depth, unit: str = 'm') -> np.ndarray:
+    """The depth map in colour (near = bright) with a colour bar over its valid range."""
+    valid = depth[np.isfinite(depth) & (depth > 0)]
+    vmin, vmax = (float(valid.min()), float(valid.max())) if valid.size else (0.0, 1.0)
+    return np.concatenate([colorize_depth(depth, vmin, vmax), colour_bar(vmin, vmax, depth.shape[0], unit)], axis=1)
+
+
+def main(argv=None) -> list[Path]:
+    from mmengine.config import Config
+    args = parse_args(argv)
+    cfg = Config.fromfile(args.config)
+    cfg.predict_scale = predict_scale(cfg)
+    predictor = Predictor(cfg, args.checkpoint, device=args.device)
+    classes, palette = class_meta(cfg)
+    relative = getattr(predictor.model, 'relative', False)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in tqdm(list_images(args.inputs), desc='infer', unit='image'):
+        image = read_rgb(path)
+        prediction = predictor(image)
+        if prediction.dtype.kind in 'iu':  # class ids
+            picture = draw_segmentation(image, prediction, classes, palette, args.alpha)
+            raw = np.where((prediction >= 0) & (prediction < 255), prediction, 255).astype(np.uint8)
+        elif relative:  # inverse depth up to scale and shift: drawn as its inverse, a depth up to scale
+            picture = draw_depth(np.where(prediction > 0, 1 / np.maximum(prediction, 1e-12), 0), unit='rel.')
+            raw = np.clip(prediction / max(float(prediction.max()), 1e-12) * 65535, 0, 65535).astype(np.uint16)
+        else:  # depth in metres
+            picture = draw_depth(prediction)
+            raw = np.clip(np.nan_to_num(prediction) * 1000, 0, 65535).round().astype(np.uint16)
+        written.append(write_rgb(out / f'{path.stem}.png', picture))
+        cv2.imwrite(str(out / f'{path.stem}_pred.png'), raw)
+    return written
+
+
+if __name__ == '__main__':
+    main()
