@@ -134,28 +134,11 @@ def test_seven_scenes_short_run_beats_predicting_the_mean_depth(tmp_path):
     valid = lambda d: (d > 0) & (d < 65535)  # noqa: E731
     train_mean = np.mean(np.concatenate([d[valid(d)] for d in read('train')])) / 1000
     baseline = np.mean([np.mean(np.abs(train_mean - d[valid(d)] / 1000) / (d[valid(d)] / 1000)) for d in read('val')])
-    config = tmp_path / 'short_7scenes.py'
-    config.write_text(f"""
-_base_ = ['{ROOT / 'configs' / 'dpt_vitb_7scenes.py'}']
-model = dict(backbone=dict(name='vit_tiny_patch16_224', depth=4, out_indices=(0, 1, 2, 3), drop_path_rate=0.0),
-             neck=dict(hidden_channels=(32, 64, 128, 192), fusion_channels=64), decode_head=dict(in_channels=64))
-train_pipeline = [dict(type='LoadImage'), dict(type='LoadAnnotations', seg=False, depth=True),
-                  dict(type='RandomResize', scale=(160, 120), keep_ratio=True), dict(type='RandomFlip', prob=0.5),
-                  dict(type='PackDenseInputs')]
-test_pipeline = [dict(type='LoadImage'), dict(type='Resize', scale=(160, 120), keep_ratio=True),
-                 dict(type='LoadAnnotations', seg=False, depth=True), dict(type='PackDenseInputs')]
-train_dataloader = dict(batch_size=8, num_workers=0, persistent_workers=False,
-                        dataset=dict(data_root='{root}', pipeline=train_pipeline))
-val_dataloader = dict(num_workers=0, persistent_workers=False, dataset=dict(data_root='{root}', pipeline=test_pipeline))
-test_dataloader = val_dataloader
-optim_wrapper = dict(optimizer=dict(lr=1e-3))
-param_scheduler = [dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
-                   dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=240)]
-train_cfg = dict(max_iters=240, val_interval=240)
-default_hooks = dict(checkpoint=dict(interval=240))
-visualizer = dict(vis_backends=[dict(type='LocalVisBackend')])
-""")
-    train_tool.main([str(config), '--work-dir', str(tmp_path / 'work')])
+    train_tool.main([
+        'configs/dpt_vitt4_7scenes_cpu.py', '--work-dir', str(tmp_path / 'work'), '--data-root', str(root),
+        '--cfg-options', 'train_dataloader.dataset.pipeline.2.scale=[160,120]',
+        'val_dataloader.dataset.pipeline.1.scale=[160,120]', 'predict_scale=[160,120]', 'train_cfg.max_iters=240',
+        'train_cfg.val_interval=240', 'param_scheduler.1.end=240', 'default_hooks.checkpoint.interval=240'])
     log = next((tmp_path / 'work').glob('*/vis_data/scalars.json')).read_text().splitlines()
     final = [json.loads(line) for line in log if 'abs_rel' in line][-1]
     print(f"7-Scenes val AbsRel {final['abs_rel']:.3f} (mean-depth predictor {baseline:.3f}), d1 {final['d1']:.3f}")

@@ -181,8 +181,10 @@ def test_infer_overlays_have_the_image_size_and_a_legend(trained_quickstart, tmp
 
 def test_infer_depth_picture_and_missing_input(tmp_path):
     depth = np.tile(np.linspace(1.0, 3.0, 40, dtype=np.float32), (30, 1))
-    picture = infer.draw_depth(depth)
-    assert picture.shape[:2] == (30, 40 + 70) and (picture[:, :40] == colorize_depth(depth)).all()
+    image = np.full((30, 40, 3), 7, np.uint8)
+    picture = infer.draw_depth(image, depth)
+    assert picture.shape[:2] == (30, 40 + 40 + 70)  # image | depth at the image's size | colour bar
+    assert (picture[:, :40] == image).all() and (picture[:, 40:80] == colorize_depth(depth)).all()
     with pytest.raises(FileNotFoundError, match='nowhere.jpg'):
         infer.list_images([tmp_path / 'nowhere.jpg'])
     with pytest.raises(ValueError, match='holds no image'):

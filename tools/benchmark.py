@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -256,9 +257,9 @@ def main(argv=None) -> list[dict]:
               f"{torch.get_num_threads()} threads, torch {torch.__version__}; ratio = reference time / ours")
     print(header)
     print('| ' + ' | '.join(COLUMNS) + ' |')
-    rows = [r for name in args.models for r in benchmark(name, batch, size, args.dtypes or ['fp32', 'bf16'],
-                                                           args.device, default(args.warmup, 2),
-                                                           default(args.iters, 5))]
+    rows = [r for name in tqdm(args.models, desc='models', unit='model')
+            for r in benchmark(name, batch, size, args.dtypes or ['fp32', 'bf16'],
+                               args.device, default(args.warmup, 2), default(args.iters, 5))]
     write(args.out, markdown(rows, header))
     return rows
 

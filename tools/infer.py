@@ -6,7 +6,7 @@
 
 For each image (files, or the images in folders), writes to --out:
 - ``<stem>.png``: segmentation: the image with the predicted classes blended in (``--alpha``) and a legend of
-  the classes present; depth: the depth map in colour (near = bright) with a colour bar in metres;
+  the classes present; depth: the image, the depth map in colour (near = bright) and a colour bar in metres;
 - ``<stem>_pred.png``: the raw prediction at the image's size: class ids (8-bit; 255 = none), metric depth in
   millimetres (16-bit; 0 = none), or a relative head's inverse depth scaled to 0..65535.
 Predictions come from heads.Predictor (the config's model, resized as its test pipeline does).
@@ -85,11 +85,12 @@ def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
     return np.concatenate([blended, legend(names, [palette[c] for c in present], image.shape[0])], axis=1)
 
 
-def draw_depth(depth, unit: str = 'm') -> np.ndarray:
-    """The depth map in colour (near = bright) with a colour bar over its valid range."""
+def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
+    """The image, the depth map in colour (near = bright) and a colour bar over its valid range."""
     valid = depth[np.isfinite(depth) & (depth > 0)]
     vmin, vmax = (float(valid.min()), float(valid.max())) if valid.size else (0.0, 1.0)
-    return np.concatenate([colorize_depth(depth, vmin, vmax), colour_bar(vmin, vmax, depth.shape[0], unit)], axis=1)
+    return np.concatenate([image, colorize_depth(depth, vmin, vmax), colour_bar(vmin, vmax, depth.shape[0], unit)],
+                          axis=1)
 
 
 def main(argv=None) -> list[Path]:
@@ -110,10 +111,10 @@ def main(argv=None) -> list[Path]:
             picture = draw_segmentation(image, prediction, classes, palette, args.alpha)
             raw = np.where((prediction >= 0) & (prediction < 255), prediction, 255).astype(np.uint8)
         elif relative:  # inverse depth up to scale and shift: drawn as its inverse, a depth up to scale
-            picture = draw_depth(np.where(prediction > 0, 1 / np.maximum(prediction, 1e-12), 0), unit='rel.')
+            picture = draw_depth(image, np.where(prediction > 0, 1 / np.maximum(prediction, 1e-12), 0), unit='rel.')
             raw = np.clip(prediction / max(float(prediction.max()), 1e-12) * 65535, 0, 65535).astype(np.uint16)
         else:  # depth in metres
-            picture = draw_depth(prediction)
+            picture = draw_depth(image, prediction)
             raw = np.clip(np.nan_to_num(prediction) * 1000, 0, 65535).round().astype(np.uint16)
         written.append(write_rgb(out / f'{path.stem}.png', picture))
         cv2.imwrite(str(out / f'{path.stem}_pred.png'), raw)
