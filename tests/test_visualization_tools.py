@@ -220,3 +220,12 @@ def test_browse_dataset_draws_what_the_pipeline_packs(tmp_path, monkeypatch):
     h, w = first.shape[:2]
     assert np.array_equal(picture[18:18 + h, :w], first)  # below its caption strip
     assert picture.shape[0] >= 2 * (18 + h)
+
+
+def test_attention_tool_names_a_head_that_does_not_exist():
+    backbone = small_backbone('vit')  # ViT-Ti: 3 heads
+    maps = visualize_attention.attention_maps(backbone, np.zeros((32, 32, 3), np.uint8),
+                                              visualize_attention.IMAGENET_MEAN, visualize_attention.IMAGENET_STD)
+    with pytest.raises(ValueError, match=r"blocks\.0\.attn has 3 heads: --head must be 'mean', 'all' or 0\.\.2"):
+        visualize_attention.head_rows(maps, list(range(len(maps))), '5', None, columns=6)
+    assert len(visualize_attention.head_rows(maps, [0, 1, 2, 3], '2', 'cls', columns=3)) == 2  # 4 panels, 3 a row

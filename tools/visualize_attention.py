@@ -71,8 +71,8 @@ def input_size(height: int, width: int, short: int) -> tuple[int, int]:
 @torch.no_grad()
 def attention_maps(backbone, image: np.ndarray, mean, std) -> list[AttentionMap]:
     """Every attention call of ``backbone`` on ``image`` ('h w 3' uint8 RGB, already at the input size)."""
-    x = (torch.from_numpy(image).permute(2, 0, 1).float() - torch.tensor(mean).view(3, 1, 1)) / torch.tensor(
-        std).view(3, 1, 1)
+    mean, std = (torch.tensor(v, dtype=torch.float32).view(3, 1, 1) for v in (mean, std))
+    x = (torch.from_numpy(image).permute(2, 0, 1).float() - mean) / std  # h w c -> c h w, normalised
     with record_attention(backbone, image.shape[:2]) as maps:
         backbone(x[None])
     return maps
@@ -99,6 +99,9 @@ def head_rows(maps: list[AttentionMap], layers: list[int], heads_arg: str, query
         if heads_arg == 'all':
             chosen += [(f'head {h}', w) for h, w in enumerate(weights)]
         elif heads_arg != 'mean':
+            if not 0 <= int(heads_arg) < len(weights):
+                raise ValueError(f"{attention.name} has {len(weights)} heads: --head must be 'mean', 'all' or "
+                                 f"0..{len(weights) - 1} for every layer shown (pick layers with --layer)")
             chosen = [(f'head {int(heads_arg)}', weights[int(heads_arg)])]
         rows.append([(f'L{layer} {name}', w.numpy()) for name, w in chosen])
     if heads_arg == 'all':
