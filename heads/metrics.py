@@ -1,6 +1,6 @@
 """Evaluation metrics for the dense-prediction tasks, as mmengine metrics (``val_evaluator`` /
-``test_evaluator`` entries): :class:`IoUMetric` for semantic segmentation and :class:`DepthMetric` for
-monocular depth.
+``test_evaluator`` entries): :class:`IoUMetric` for semantic segmentation, :class:`DepthMetric` for
+monocular depth and :class:`AccuracyMetric` for image classification.
 
 How mmengine drives them: ``process(data_batch, data_samples)`` runs once per batch, with each sample as
 the plain dict that ``BaseDataElement.to_dict()`` gives (metainfo keys such as 'img_path' at top level,
@@ -8,7 +8,7 @@ fields as nested dicts, e.g. ``sample['pred_sem_seg']['data']``); it appends exa
 to ``self.results`` (mmengine's distributed collection trims the gathered list to the dataset size, so
 the count must match). ``evaluate(size)`` then calls ``compute_metrics(results)`` on the main process.
 
-Both metrics set ``default_prefix = ''``: the returned keys carry no prefix unless ``prefix=`` is given,
+The metrics set ``default_prefix = ''``: the returned keys carry no prefix unless ``prefix=`` is given,
 in which case they read '<prefix>/<key>'.
 """
 from __future__ import annotations
@@ -255,3 +255,25 @@ class DepthMetric(BaseMetric):
             raise ValueError(f"DepthMetric: no valid ground-truth pixel in any of the {len(results)} images "
                              f"(valid: finite, {self.min_depth} < gt <= {self.max_depth}, crop={self.crop!r})")
         return {k: math.fsum(r[k] for r in per_image) / len(per_image) for k in self.METRIC_NAMES}
+
+
+@METRICS.register_module()
+class AccuracyMetric(BaseMetric):
+    """Top-k accuracy (%) of image classification, ``top1``, ``top5``, ... for each k in ``topk``: a sample counts
+    when its label is among the k highest ``pred_score`` entries (k above the class count: all classes)."""
+
+    default_prefix = ''
+
+    def __init__(self, topk: Sequence[int] = (1, 5), collect_device: str = 'cpu', prefix: Optional[str] = None):
+        super().__init__(collect_device=collect_device, prefix=prefix)
+        self.topk = tuple(topk)
+
+    def process(self, data_batch, data_samples: Sequence[dict]) -> None:
+        for sample in data_samples:
+            score, label = torch.as_tensor(sample['pred_score']), int(sample['gt_label'])
+            rank = int((score > score[label]).sum())  # classes scored above the true one
+            self.results.append(rank)
+
+    def compute_metrics(self, results: list) -> dict:
+        ranks = np.asarray(results)
+        return {f'top{k}': float(100 * np.mean(ranks < k)) for k in self.topk}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -38,7 +37,8 @@ sys.path.insert(0, str(ROOT / 'tools'))
 import dense_benchmark  # noqa: E402
 import zoo  # noqa: E402
 from zoo.core import set_grad_checkpointing  # noqa: E402
-from zoo.profiling import count_macs, count_params, peak_memory, time_forward  # noqa: E402
+from zoo.profiling import (count_macs, count_params, interleaved_rounds, median, peak_memory, seconds_of,  # noqa: E402
+                            time_forward)
 
 DTYPES = dense_benchmark.DTYPES
 
@@ -68,26 +68,12 @@ def reference_model(name: str):
     return timm.create_model(name, pretrained=False) if name in timm.list_models() else None
 
 
-def interleaved_rounds(measures: list, rounds: int) -> list[list[float]]:
-    """Seconds of each zero-argument ``measure`` (it returns its own duration) in each round; the order
-    alternates between rounds (AB BA ...) so that neither always runs first after the other."""
-    times = [[] for _ in measures]
-    for r in range(rounds):
-        for i in (range(len(measures)) if r % 2 == 0 else reversed(range(len(measures)))):
-            times[i].append(measures[i]())
-    return times
-
-
 def interleaved_times(models: list, x: torch.Tensor, amp_dtype, warmup: int, iters: int) -> list[list[float]]:
     """Forward seconds of each model per round, after ``warmup`` untimed passes each."""
     for model in models:
         time_forward(model, x, amp_dtype=amp_dtype, warmup=warmup, iters=1)
     return interleaved_rounds([partial(time_forward, m, x, amp_dtype=amp_dtype, warmup=0, iters=1) for m in models],
                               iters)
-
-
-def median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
 
 
 def measure_peak(model, x, amp_dtype) -> float:
@@ -142,12 +128,6 @@ def train_step(model, x, is_ref: bool) -> None:
     model.zero_grad(set_to_none=True)
 
 
-def time_call(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing: bool) -> list[dict]:
     import tempfile
     with tempfile.TemporaryDirectory() as workdir:
@@ -161,7 +141,7 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
         with torch.set_grad_enabled(grad):
             for call in calls:  # warm-up
                 call()
-            times = interleaved_rounds([partial(time_call, call) for call in calls], rounds)
+            times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
             peaks = []
             for call in calls:
                 with peak_memory(x.device) as mem:
@@ -174,7 +154,7 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
     if checkpointing:
         set_grad_checkpointing(ours.backbone)
         with peak_memory(x.device) as mem:
-            seconds = time_call(lambda: train_step(ours, x, False))
+            seconds = seconds_of(lambda: train_step(ours, x, False), x.device)
         rows.append({'pass': 'forward+backward, activation checkpointing', 'batch': batch, 'size': size,
                      'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'], 'memory_ratio': mem['peak_mib'] / peaks[1]})
         print(format_row(rows[-1], DPT_COLUMNS), flush=True)

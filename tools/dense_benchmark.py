@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
-import time
 
 import torch
 import torch.nn.functional as F
@@ -17,30 +16,13 @@ from tqdm import tqdm
 
 import heads
 from zoo.core import set_fused_attention, set_grad_checkpointing
-from zoo.profiling import count_macs, count_params, peak_memory
+from zoo.profiling import count_macs, count_params, median, peak_memory, seconds_of
 
 DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
 
 
-def sync(device: torch.device) -> None:
-    if device.type == 'cuda':
-        torch.cuda.synchronize(device)
-
-
 def autocast(device: torch.device, dtype: str):
     return torch.autocast(device.type, dtype=DTYPES[dtype]) if DTYPES[dtype] else contextlib.nullcontext()
-
-
-def seconds_of(fn, device: torch.device) -> float:
-    sync(device)
-    start = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - start
-
-
-def median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
 
 
 def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:

@@ -90,9 +90,34 @@ def peak_memory(device: torch.device | str):
     result['peak_mib'] = tracker.peak / 2 ** 20
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == 'cuda':
+def synchronize(device) -> None:
+    """Wait for the device's queued work (CUDA); nothing to wait for on CPU."""
+    if torch.device(device).type == 'cuda':
         torch.cuda.synchronize(device)
+
+
+def seconds_of(fn, device='cpu') -> float:
+    """Wall-clock seconds of ``fn()``, the device's queued work included."""
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def median(values) -> float:
+    """The middle value (the upper one of an even count): robust to the odd slow run."""
+    return sorted(values)[len(values) // 2]
+
+
+def interleaved_rounds(measures: list, rounds: int) -> list[list[float]]:
+    """Seconds of each zero-argument ``measure`` (it returns its own duration) in each round; the order
+    alternates between rounds (AB BA ...) so that neither always runs first after the other."""
+    times = [[] for _ in measures]
+    for r in range(rounds):
+        for i in (range(len(measures)) if r % 2 == 0 else reversed(range(len(measures)))):
+            times[i].append(measures[i]())
+    return times
 
 
 def time_forward(model: nn.Module, x: torch.Tensor, *, amp_dtype: torch.dtype | None = None, warmup: int = 2,
@@ -104,12 +129,8 @@ def time_forward(model: nn.Module, x: torch.Tensor, *, amp_dtype: torch.dtype | 
     with torch.inference_mode(), autocast:
         for _ in range(warmup):
             model(x)
-        _sync(device)
+        synchronize(device)
         start_all = time.perf_counter()
         while len(times) < iters or time.perf_counter() - start_all < min_seconds:
-            start = time.perf_counter()
-            model(x)
-            _sync(device)
-            times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2]
+            times.append(seconds_of(lambda: model(x), device))
+    return median(times)

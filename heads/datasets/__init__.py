@@ -1,4 +1,4 @@
-"""mmengine datasets for dense prediction (mmseg data-info conventions, no mmcv).
+"""mmengine datasets for dense prediction (mmseg data-info conventions, no mmcv) and image classification.
 
 Importing this package registers every dataset in :data:`heads.registry.DATASETS` (and, through
 :mod:`heads.transforms`, every transform). Datasets build their own pipelines from config dicts, so they
@@ -9,10 +9,11 @@ from .base import DenseDataset, build_pipeline
 from .camvid import CAMVID_CLASSES, CAMVID_PALETTE, CamVidDataset
 from .coco import CocoSegDataset, render_semantic_map
 from .folder import FolderSegDataset
+from .image_folder import ImageFolderDataset
 from .rgbd import RGBDDepthDataset
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
-           'CamVidDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'RGBDDepthDataset',
+           'CamVidDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

@@ -104,12 +104,15 @@ class DenseModel(BaseModel):
         """The task's losses for a batch."""
 
     def parse_losses(self, losses: dict) -> tuple[torch.Tensor, dict]:
-        """mmengine's, with the logged values averaged over the processes of a distributed run, so that the log
-        shows the loss of the whole batch (mmengine logs rank 0's own); the loss to optimise stays this
-        process's (DDP averages the gradients)."""
-        loss, log_vars = super().parse_losses(losses)
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            values = torch.stack([value.detach().float() for value in log_vars.values()])
-            dist.all_reduce(values)
-            log_vars = type(log_vars)(zip(log_vars, values / dist.get_world_size()))
-        return loss, log_vars
+        return average_logged_losses(*super().parse_losses(losses))
+
+
+def average_logged_losses(loss: torch.Tensor, log_vars: dict) -> tuple[torch.Tensor, dict]:
+    """mmengine's parsed losses with the logged values averaged over the processes of a distributed run, so that
+    the log shows the loss of the whole batch (mmengine logs rank 0's own); the loss to optimise stays this
+    process's (DDP averages the gradients)."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        values = torch.stack([value.detach().float() for value in log_vars.values()])
+        dist.all_reduce(values)
+        log_vars = type(log_vars)(zip(log_vars, values / dist.get_world_size()))
+    return loss, log_vars

@@ -18,7 +18,8 @@ class PackDenseInputs(DenseTransform):
 
     The data sample's metainfo holds the ``meta_keys`` present in ``results``; it gets ``gt_sem_seg``
     (PixelData, int64 '1 h w') if 'gt_seg_map' is loaded and ``gt_depth`` (PixelData, float32 '1 h w',
-    metres, 0 = invalid) if 'gt_depth' is loaded.
+    metres, 0 = invalid) if 'gt_depth' is loaded, and ``gt_label`` (int64 scalar tensor) for an image-level
+    'gt_label' (classification).
     """
 
     def __init__(self, meta_keys=DEFAULT_META_KEYS):
@@ -37,4 +38,6 @@ class PackDenseInputs(DenseTransform):
         if results.get('gt_depth') is not None:
             depth = np.ascontiguousarray(results['gt_depth'], dtype=np.float32)[None]  # 'h w' -> '1 h w'
             sample.gt_depth = PixelData(data=torch.from_numpy(depth))
+        if results.get('gt_label') is not None:
+            sample.gt_label = torch.tensor(int(results['gt_label']), dtype=torch.int64)
         return {'inputs': inputs, 'data_samples': sample}
