@@ -150,3 +150,174 @@ def test_short_run_on_camvid_patches_beats_the_majority_class(tmp_path, monkeypa
     _, metrics = logged(tmp_path / 'work')
     print(f"CamVid patches val top-1 {metrics['top1']:.1f} (majority class {majority:.1f}), top-5 {metrics['top5']:.1f}")
     assert metrics['top1'] > majority + 15
+
+
+# --------------------------------------------------------------------------------------------- distillation
+def test_soft_distillation_is_kl_at_temperature_with_the_t_squared_factor():
+    from heads.distillation import distillation_loss
+    torch.manual_seed(0)
+    cls, dist, teacher, labels = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6), torch.tensor([0, 5, 2, 2])
+    tau, alpha = 3.0, 0.4
+    p_teacher = (teacher / tau).softmax(-1)
+    kl = (p_teacher * (p_teacher.log() - (dist / tau).log_softmax(-1))).sum(-1).mean()
+    ce = -cls.log_softmax(-1)[torch.arange(4), labels].mean()
+    expected = (1 - alpha) * ce + alpha * tau ** 2 * kl
+    torch.testing.assert_close(distillation_loss(cls, dist, teacher, labels, 'soft', alpha, tau), expected)
+
+
+def test_hard_distillation_trains_the_dist_head_on_the_teacher_argmax():
+    from heads.distillation import distillation_loss
+    torch.manual_seed(1)
+    cls, dist, teacher, labels = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6), torch.tensor([1, 1, 3, 0])
+    teacher_labels = teacher.argmax(-1)
+    expected = 0.5 * -cls.log_softmax(-1)[torch.arange(4), labels].mean() + \
+        0.5 * -dist.log_softmax(-1)[torch.arange(4), teacher_labels].mean()
+    torch.testing.assert_close(distillation_loss(cls, dist, teacher, labels, 'hard'), expected)
+    with pytest.raises(ValueError, match="one of \\('soft', 'hard'\\)"):
+        distillation_loss(cls, dist, teacher, labels, 'medium')
+
+
+def test_deit_student_with_a_torchvision_teacher_from_a_local_file(tmp_path):
+    import torchvision
+    from safetensors.torch import save_file
+
+    from heads.distillation import distillation_loss
+    torch.manual_seed(0)
+    reference = torchvision.models.resnet18(weights=None, num_classes=5).eval()
+    save_file(reference.state_dict(), tmp_path / 'resnet18.safetensors')
+    model = ImageClassifier(
+        backbone=dict(name='deit_tiny_distilled_patch16_224', depth=2, img_size=32, patch_size=8), num_classes=5,
+        distillation=dict(kind='hard', alpha=0.5, teacher=dict(
+            name='resnet18', source='torchvision', checkpoint=str(tmp_path / 'resnet18.safetensors'))))
+    x, labels = torch.randn(3, 3, 32, 32), [4, 0, 2]
+    cls_logits, dist_logits = model.train()(x)
+    with torch.no_grad():
+        teacher_logits = reference(x)
+    expected = distillation_loss(cls_logits, dist_logits, teacher_logits, torch.tensor(labels), 'hard')
+    torch.testing.assert_close(model(x, samples(labels), mode='loss')['loss_distill'], expected)
+    assert not any(key.startswith('_teacher') or 'layer4' in key for key in model.state_dict())
+    assert all(p.requires_grad for p in model.parameters())  # the teacher's are not among them
+    model.eval()
+    features = model.classifier.forward_features(x)
+    averaged = (model.classifier.head(features[:, 0]) + model.classifier.head_dist(features[:, 1])) / 2
+    torch.testing.assert_close(model(x), averaged)  # inference: the mean of the two heads
+
+
+def test_distillation_config_takes_a_teacher_trained_here(tmp_path, monkeypatch):
+    """The teacher named by configs/cls_deit_distilled_camvid_patches.py is an ImageClassifier checkpoint of this
+    project (keys 'classifier.*' in mmengine's wrapper): its weights arrive in the teacher."""
+    from heads.engine.launch import load_config
+    monkeypatch.chdir(ROOT)
+    trained = ImageClassifier(backbone=dict(name='vit_tiny_patch16_224', depth=4, img_size=64, patch_size=8),
+                              num_classes=11)
+    torch.save({'meta': {'iter': 300}, 'state_dict': trained.state_dict()}, tmp_path / 'iter_300.pth')
+    cfg = load_config('configs/cls_deit_distilled_camvid_patches.py',
+                      {'model.distillation.teacher.checkpoint': str(tmp_path / 'iter_300.pth')})
+    student = MODELS.build(cfg.model)
+    teacher = student._teacher[0]
+    assert all(torch.equal(teacher.state_dict()[k], v) for k, v in trained.classifier.state_dict().items())
+    assert type(student.classifier).__name__ == 'DistilledClassifier'
+
+
+# --------------------------------------------------------------------------------------------- augmentation
+def mixing_batch(preprocessor, labels):
+    """Constant images (image i is all i + 1), so where each output pixel came from can be read off its value."""
+    inputs = [torch.full((3, 16, 16), float(i + 1)) for i in range(len(labels))]
+    data = {'inputs': inputs, 'data_samples': samples(labels)}
+    return preprocessor(data, training=True)
+
+
+def test_mixup_mixes_images_and_labels_with_one_coefficient():
+    from heads.models import ClassificationPreprocessor
+    torch.manual_seed(0)
+    pre = ClassificationPreprocessor(num_classes=4, mixup_alpha=1.0, mean=(0, 0, 0), std=(1, 1, 1), size_divisor=1)
+    labels = [0, 1, 2, 3]
+    out = mixing_batch(pre, labels)
+    for i, (image, sample) in enumerate(zip(out['inputs'], out['data_samples'])):
+        partner = (i - 1) % 4  # torchvision pairs each sample with the previous one
+        lam = (image.mean().item() - (partner + 1)) / ((i + 1) - (partner + 1))  # image = lam x_i + (1-lam) x_p
+        expected = torch.zeros(4)
+        expected[labels[i]] += lam
+        expected[labels[partner]] += 1 - lam
+        torch.testing.assert_close(sample.gt_score, expected, atol=1e-5, rtol=0)
+        assert torch.allclose(image, image.flatten()[0])  # MixUp blends whole images
+
+
+def test_cutmix_labels_are_mixed_by_the_pasted_area():
+    from heads.models import ClassificationPreprocessor
+    torch.manual_seed(3)
+    pre = ClassificationPreprocessor(num_classes=4, cutmix_alpha=1.0, mean=(0, 0, 0), std=(1, 1, 1), size_divisor=1)
+    labels = [3, 1, 0, 2]
+    out = mixing_batch(pre, labels)
+    for i, (image, sample) in enumerate(zip(out['inputs'], out['data_samples'])):
+        partner = (i - 1) % 4
+        pasted = (image[0] == partner + 1).float().mean().item()  # share of pixels from the partner
+        assert ((image[0] == i + 1) | (image[0] == partner + 1)).all()
+        expected = torch.zeros(4)
+        expected[labels[i]] += 1 - pasted
+        expected[labels[partner]] += pasted
+        torch.testing.assert_close(sample.gt_score, expected, atol=1e-6, rtol=0)
+
+
+def test_torchvision_transforms_move_the_image_only():
+    from heads.registry import TRANSFORMS
+    rand_augment = TRANSFORMS.build(dict(type='TorchvisionTransform', transform='RandAugment', num_ops=2,
+                                         magnitude=9))
+    image = np.random.RandomState(0).randint(0, 255, (32, 48, 3), dtype=np.uint8)
+    torch.manual_seed(0)
+    out = rand_augment({'img': image.copy()})['img']
+    assert out.shape == image.shape and out.dtype == np.uint8 and not np.array_equal(out, image)
+    erase = TRANSFORMS.build(dict(type='TorchvisionTransform', transform='RandomErasing', p=1.0, value=0))
+    assert (erase({'img': np.full((32, 48, 3), 200, np.uint8)})['img'] == 0).any()
+    with pytest.raises(ValueError, match='moves the image only'):
+        rand_augment({'img': image, 'gt_seg_map': np.zeros((32, 48), np.uint8), 'seg_fields': ['gt_seg_map']})
+    with pytest.raises(ValueError, match="no 'RandAugmint'"):
+        TRANSFORMS.build(dict(type='TorchvisionTransform', transform='RandAugmint'))
+
+
+def test_repeated_augmentation_gives_each_image_several_times_across_processes():
+    from heads.datasets import RepeatAugSampler
+    dataset = list(range(10))
+    single = RepeatAugSampler(dataset, num_repeats=3, seed=0)
+    epoch = single.epoch_indices(0)
+    assert len(epoch) == 10 and all(epoch[i] == epoch[i + 1] == epoch[i + 2] for i in (0, 3, 6))
+    ranks = []
+    for rank in (0, 1):
+        sampler = RepeatAugSampler(dataset, num_repeats=2, seed=0)
+        sampler.rank, sampler.world_size = rank, 2
+        ranks.append(sampler.epoch_indices(0))
+    assert ranks[0] == ranks[1] and len(ranks[0]) == 5  # copy k of an image on rank k: the same image, in step
+    assert single.epoch_indices(1) != epoch  # a new permutation every epoch
+    assert [i for _, i in zip(range(25), single)][:10] == epoch
+
+
+def test_deit_recipe_config_trains(tmp_path, monkeypatch):
+    """RandAugment, erasing, Mixup/CutMix and repeated augmentation wired through tools/train.py: a few steps."""
+    monkeypatch.chdir(ROOT)
+    image_folder(tmp_path / 'data', {'Sky': 6, 'Road': 6})
+    runner = train_tool.main(['configs/cls_vitt_camvid_patches_deit_aug.py', '--data-root', str(tmp_path / 'data'),
+                              '--work-dir', str(tmp_path / 'work'), '--cfg-options', 'train_cfg.max_iters=2',
+                              'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=2',
+                              'train_dataloader.batch_size=4', 'val_dataloader.dataset.split=train',
+                              'default_hooks.logger.interval=1'])
+    assert type(runner.train_dataloader.sampler).__name__ == 'RepeatAugSampler'
+    losses, _ = logged(tmp_path / 'work')
+    assert len(losses) == 2 and all(math.isfinite(v) for v in losses.values())
+
+
+def test_attention_pooling_is_a_learned_query_over_the_patch_tokens():
+    from zoo.core import AttentionPool
+    model = tiny_classifier(pooling='attention').eval()
+    vit = model.classifier
+    x = torch.randn(2, 3, 32, 32)
+    tokens = vit.forward_features(x)[:, 1:]  # b n d, patch tokens only
+    pool = vit.attn_pool
+    keys = torch.cat([pool.query.expand(2, -1, -1), tokens], dim=1)  # the query attends to itself and the tokens
+    q = pool.attn.qkv.q(pool.query).expand(2, -1, -1)  # b 1 d
+    k, v = pool.attn.qkv.k(keys), pool.attn.qkv.v(keys)  # b (1 + n) d
+    heads = pool.attn.num_heads
+    split = lambda t: t.reshape(t.shape[0], t.shape[1], heads, -1).transpose(1, 2)  # noqa: E731 b h n e
+    weights = (split(q) @ split(k).transpose(-2, -1) * pool.attn.scale).softmax(-1)  # b h 1 n
+    pooled = pool.attn.proj((weights @ split(v)).transpose(1, 2).reshape(2, -1))
+    torch.testing.assert_close(model(x), vit.head(vit.fc_norm(pooled)), rtol=1e-4, atol=1e-5)
+    assert isinstance(pool, AttentionPool) and tuple(weights.shape[-2:]) == (1, 1 + tokens.shape[1])

@@ -11,9 +11,10 @@ from .coco import CocoSegDataset, render_semantic_map
 from .folder import FolderSegDataset
 from .image_folder import ImageFolderDataset
 from .rgbd import RGBDDepthDataset
+from .samplers import RepeatAugSampler
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
-           'CamVidDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset',
+           'CamVidDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

@@ -1,7 +1,8 @@
 """Task models (mmengine BaseModel) and their data preprocessor."""
 from .classifier import ImageClassifier
 from .depth_estimator import DepthEstimator
-from .preprocessor import DensePreprocessor
+from .mae import MAEPretrainer
+from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
-__all__ = ['DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'Segmentor']
+__all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer', 'Segmentor']

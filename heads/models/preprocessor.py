@@ -51,3 +51,28 @@ class DensePreprocessor(BaseDataPreprocessor):
             if 'gt_depth' in sample:
                 sample.gt_depth = PixelData(data=pad_to(sample.gt_depth.data, (height, width), 0.0))
         return {'inputs': batch, 'data_samples': samples}
+
+
+@MODELS.register_module()
+class ClassificationPreprocessor(DensePreprocessor):
+    """:class:`DensePreprocessor` that, in training, mixes each batch with torchvision's ``MixUp`` (``mixup_alpha``)
+    and/or ``CutMix`` (``cutmix_alpha``; with both, one of them per batch, chosen with even odds as DeiT does).
+    Each sample is mixed with the one before it in the batch; its ``gt_score`` gets the mixed label row, weighted
+    by the mixing coefficient (MixUp) or by the pasted box's share of the area (CutMix)."""
+
+    def __init__(self, num_classes: int, mixup_alpha: float = 0.0, cutmix_alpha: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        import torchvision.transforms.v2 as v2
+        mixes = ([v2.MixUp(alpha=mixup_alpha, num_classes=num_classes)] if mixup_alpha > 0 else []) + \
+            ([v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)] if cutmix_alpha > 0 else [])
+        self.mix = v2.RandomChoice(mixes) if len(mixes) > 1 else (mixes[0] if mixes else None)
+
+    def forward(self, data: dict, training: bool = False) -> dict:
+        data = super().forward(data, training)
+        samples = data['data_samples']
+        if training and self.mix is not None and samples:
+            labels = torch.stack([s.gt_label for s in samples]).to(data['inputs'].device)  # b
+            data['inputs'], scores = self.mix(data['inputs'], labels)  # b c h w, b k
+            for sample, row in zip(samples, scores):
+                sample.gt_score = row
+        return data

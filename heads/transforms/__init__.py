@@ -14,10 +14,12 @@ from .base import DENSE_FIELDS, DenseTransform
 from .crop import RandomCrop
 from .flip import RandomFlip
 from .formatting import PackDenseInputs
+from .image_level import TorchvisionTransform
 from .loading import LoadAnnotations, LoadImage, encode_labels
 from .pad import Pad
 from .photometric import PhotoMetricDistortion
 from .resize import RandomResize, Resize
 
 __all__ = ['DENSE_FIELDS', 'DenseTransform', 'LoadAnnotations', 'LoadImage', 'PackDenseInputs', 'Pad',
-           'PhotoMetricDistortion', 'RandomCrop', 'RandomFlip', 'RandomResize', 'Resize', 'encode_labels']
+           'PhotoMetricDistortion', 'RandomCrop', 'RandomFlip', 'RandomResize', 'Resize', 'TorchvisionTransform',
+           'encode_labels']

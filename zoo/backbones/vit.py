@@ -11,7 +11,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..core import Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
+from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
 
@@ -30,7 +30,7 @@ class ViTEncoder(nn.Module):
     """
     family = 'vit'
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
-    classifier_only = ('norm.', 'fc_norm.', 'head.', 'head_dist.')
+    classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
 
     def __init__(self, img_size=224, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, depth: int = 12,
                  num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
@@ -101,21 +101,24 @@ class ViTEncoder(nn.Module):
 
 
 class ViTClassifier(ViTEncoder):
-    """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens) and head.
+    """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens, 'attention' = a
+    learned query attending over the patch tokens, :class:`zoo.core.AttentionPool`) and head.
 
-    As in timm, 'avg' pooling normalises after pooling (``fc_norm``) instead of before (``norm``).
+    As in timm, 'avg' (and 'attention') pooling normalises after pooling (``fc_norm``) instead of before (``norm``).
     """
 
     def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0, **kwargs):
         super().__init__(**kwargs)
-        if global_pool not in ('token', 'avg'):
-            raise ValueError(f"global_pool must be 'token' or 'avg', got {global_pool!r}")
+        if global_pool not in ('token', 'avg', 'attention'):
+            raise ValueError(f"global_pool must be 'token', 'avg' or 'attention', got {global_pool!r}")
         if global_pool == 'token' and not self.num_prefix_tokens:
             raise ValueError("global_pool='token' needs a prefix token; use class_token=True or global_pool='avg'")
         self.global_pool, self.num_classes = global_pool, num_classes
         norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
         self.norm = norm(self.embed_dim) if global_pool == 'token' else nn.Identity()
-        self.fc_norm = norm(self.embed_dim) if global_pool == 'avg' else nn.Identity()
+        self.fc_norm = norm(self.embed_dim) if global_pool != 'token' else nn.Identity()
+        if global_pool == 'attention':
+            self.attn_pool = AttentionPool(self.embed_dim, self.blocks[0].attn.num_heads)
         self.head_drop = nn.Dropout(head_drop) if head_drop else nn.Identity()
         self.head = self._new_head()
 
@@ -130,8 +133,11 @@ class ViTClassifier(ViTEncoder):
         return self.norm(self.run_blocks(x, grid)[0])
 
     def pool(self, x: torch.Tensor) -> torch.Tensor:
-        """'b n d -> b d'."""
-        return x[:, 0] if self.global_pool == 'token' else x[:, self.num_prefix_tokens:].mean(dim=1)
+        """'b n d -> b d': the first prefix token, the mean of the patch tokens, or attention pooling over them."""
+        if self.global_pool == 'token':
+            return x[:, 0]
+        patches = x[:, self.num_prefix_tokens:]
+        return self.attn_pool(patches) if self.global_pool == 'attention' else patches.mean(dim=1)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False):
         x = self.head_drop(self.fc_norm(self.pool(x)))

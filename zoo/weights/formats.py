@@ -21,8 +21,16 @@ def _by_family(layout: str, table: dict):
     return convert
 
 
+def _from_task_model(state: dict, family: str) -> dict:
+    """The backbone of a task model trained here (a DPT model, an MAE pre-training run): its 'backbone.*' keys."""
+    inner = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
+    if not inner:
+        raise CheckpointError("no 'backbone.' keys: not a task-model checkpoint")
+    return inner
+
+
 CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by_family('hf', FROM_HF),
-              'official': _by_family('official', FROM_OFFICIAL)}
+              'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model}
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:
