@@ -220,43 +220,41 @@ def test_distillation_config_takes_a_teacher_trained_here(tmp_path, monkeypatch)
 
 
 # --------------------------------------------------------------------------------------------- augmentation
-def mixing_batch(preprocessor, labels):
-    """Constant images (image i is all i + 1), so where each output pixel came from can be read off its value."""
+def mixed(mixing: dict, labels) -> list[tuple[torch.Tensor, torch.Tensor, int, int]]:
+    """(image, mixed label row, its index, its partner's) for a batch of constant images (image i is all i + 1, so
+    where each output pixel came from can be read off its value) through a ClassificationPreprocessor with
+    ``mixing``; torchvision pairs each sample with the previous one in the batch."""
+    from heads.models import ClassificationPreprocessor
+    pre = ClassificationPreprocessor(num_classes=4, mean=(0, 0, 0), std=(1, 1, 1), size_divisor=1, **mixing)
     inputs = [torch.full((3, 16, 16), float(i + 1)) for i in range(len(labels))]
-    data = {'inputs': inputs, 'data_samples': samples(labels)}
-    return preprocessor(data, training=True)
+    out = pre({'inputs': inputs, 'data_samples': samples(labels)}, training=True)
+    return [(image, sample.gt_score, i, (i - 1) % len(labels))
+            for i, (image, sample) in enumerate(zip(out['inputs'], out['data_samples']))]
+
+
+def label_row(labels, own: int, partner: int, partner_share: float) -> torch.Tensor:
+    row = torch.zeros(4)
+    row[labels[own]] += 1 - partner_share
+    row[labels[partner]] += partner_share
+    return row
 
 
 def test_mixup_mixes_images_and_labels_with_one_coefficient():
-    from heads.models import ClassificationPreprocessor
     torch.manual_seed(0)
-    pre = ClassificationPreprocessor(num_classes=4, mixup_alpha=1.0, mean=(0, 0, 0), std=(1, 1, 1), size_divisor=1)
     labels = [0, 1, 2, 3]
-    out = mixing_batch(pre, labels)
-    for i, (image, sample) in enumerate(zip(out['inputs'], out['data_samples'])):
-        partner = (i - 1) % 4  # torchvision pairs each sample with the previous one
+    for image, row, i, partner in mixed(dict(mixup_alpha=1.0), labels):
         lam = (image.mean().item() - (partner + 1)) / ((i + 1) - (partner + 1))  # image = lam x_i + (1-lam) x_p
-        expected = torch.zeros(4)
-        expected[labels[i]] += lam
-        expected[labels[partner]] += 1 - lam
-        torch.testing.assert_close(sample.gt_score, expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(row, label_row(labels, i, partner, 1 - lam), atol=1e-5, rtol=0)
         assert torch.allclose(image, image.flatten()[0])  # MixUp blends whole images
 
 
 def test_cutmix_labels_are_mixed_by_the_pasted_area():
-    from heads.models import ClassificationPreprocessor
     torch.manual_seed(3)
-    pre = ClassificationPreprocessor(num_classes=4, cutmix_alpha=1.0, mean=(0, 0, 0), std=(1, 1, 1), size_divisor=1)
     labels = [3, 1, 0, 2]
-    out = mixing_batch(pre, labels)
-    for i, (image, sample) in enumerate(zip(out['inputs'], out['data_samples'])):
-        partner = (i - 1) % 4
+    for image, row, i, partner in mixed(dict(cutmix_alpha=1.0), labels):
         pasted = (image[0] == partner + 1).float().mean().item()  # share of pixels from the partner
         assert ((image[0] == i + 1) | (image[0] == partner + 1)).all()
-        expected = torch.zeros(4)
-        expected[labels[i]] += 1 - pasted
-        expected[labels[partner]] += pasted
-        torch.testing.assert_close(sample.gt_score, expected, atol=1e-6, rtol=0)
+        torch.testing.assert_close(row, label_row(labels, i, partner, pasted), atol=1e-6, rtol=0)
 
 
 def test_torchvision_transforms_move_the_image_only():
