@@ -10,7 +10,7 @@ weights after 5 iterations, as much as training on half the data). torch's SyncB
 refuses CPU modules ("SyncBatchNorm layers only work with GPU modules") and the head has no option without BN.
 Both runs therefore go through this file's entry point (``python -m tests.test_distributed ARGS``: tools/train.py
 with BatchNorm layers in eval mode, the same in both runs: fixed statistics, learnt affine weights, mmseg's
-``norm_eval``). The logged losses are the whole batch's (DenseModel.parse_losses averages them over the
+``norm_eval``). The logged losses are the whole batch's (TaskModel.parse_losses averages them over the
 processes). The plain command is run as well, on the quickstart itself.
 
 Tolerances: the runs compute the same sums in other orders (convolutions over 2 or 4 images, the mean of two

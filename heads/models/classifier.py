@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from mmengine.model import BaseModel
 
 import zoo
 
 from ..distillation import build_teacher, distillation_loss
 from ..registry import MODELS
-from .dense_model import average_logged_losses
+from .task_model import TaskModel
 
 
 @MODELS.register_module()
-class ImageClassifier(BaseModel):
+class ImageClassifier(TaskModel):
     """``zoo.create_classifier(name, num_classes=..., **backbone options)`` as an mmengine model.
 
     ``pooling`` (ViT): 'token' (the CLS token, timm's ``global_pool='token'``), 'avg' (mean of the patch tokens)
@@ -79,6 +78,3 @@ class ImageClassifier(BaseModel):
             teacher_logits = teacher(inputs)
         return distillation_loss(cls_logits, dist_logits, teacher_logits, self.target_of(data_samples, inputs.device),
                                  label_smoothing=self.label_smoothing, **self.distillation)
-
-    def parse_losses(self, losses: dict):
-        return average_logged_losses(*super().parse_losses(losses))

@@ -5,8 +5,6 @@ from abc import abstractmethod
 from functools import partial
 
 import torch
-import torch.distributed as dist
-from mmengine.model import BaseModel
 from torch import nn
 
 from zoo.core import keep_convs_fp32_on_cpu_autocast
@@ -15,6 +13,7 @@ from zoo.core.resize import interpolate
 from ..backbone import backbone_description, backbone_features
 from ..registry import MODELS
 from .inference import flip_average, slide_inference
+from .task_model import TaskModel
 
 
 def build(part):
@@ -22,7 +21,7 @@ def build(part):
     return part if isinstance(part, nn.Module) or part is None else MODELS.build(part)
 
 
-class DenseModel(BaseModel):
+class DenseModel(TaskModel):
     """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
 
     ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
@@ -102,17 +101,3 @@ class DenseModel(BaseModel):
     @abstractmethod
     def loss(self, inputs: torch.Tensor, data_samples) -> dict:
         """The task's losses for a batch."""
-
-    def parse_losses(self, losses: dict) -> tuple[torch.Tensor, dict]:
-        return average_logged_losses(*super().parse_losses(losses))
-
-
-def average_logged_losses(loss: torch.Tensor, log_vars: dict) -> tuple[torch.Tensor, dict]:
-    """mmengine's parsed losses with the logged values averaged over the processes of a distributed run, so that
-    the log shows the loss of the whole batch (mmengine logs rank 0's own); the loss to optimise stays this
-    process's (DDP averages the gradients)."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        values = torch.stack([value.detach().float() for value in log_vars.values()])
-        dist.all_reduce(values)
-        log_vars = type(log_vars)(zip(log_vars, values / dist.get_world_size()))
-    return loss, log_vars

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import torch
 from einops import rearrange
-from mmengine.model import BaseModel
 from torch import nn
 
 import zoo
 from zoo.core import Block, init_linear, sincos_2d
 
 from ..registry import MODELS
-from .dense_model import average_logged_losses
+from .task_model import TaskModel
 
 
 def random_masking(num_images: int, num_patches: int, mask_ratio: float, device=None) -> tuple[torch.Tensor, ...]:
@@ -54,7 +53,7 @@ def masked_patch_loss(pred: torch.Tensor, images: torch.Tensor, mask: torch.Tens
 
 
 @MODELS.register_module()
-class MAEPretrainer(BaseModel):
+class MAEPretrainer(TaskModel):
     """MAE on a zoo ViT ``backbone`` (``dict(name='vit_base_patch16_224', ...)``); see the module docstring."""
 
     def __init__(self, backbone: dict, mask_ratio: float = 0.75, decoder_dim: int = 512, decoder_depth: int = 8,
@@ -109,6 +108,3 @@ class MAEPretrainer(BaseModel):
         if mode == 'tensor':
             return pred, mask
         raise ValueError(f"MAEPretrainer has modes 'loss' and 'tensor', got {mode!r}")
-
-    def parse_losses(self, losses: dict):
-        return average_logged_losses(*super().parse_losses(losses))
