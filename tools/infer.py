@@ -23,11 +23,9 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from heads import Predictor  # noqa: E402
+from heads.datasets.image_folder import IMAGE_SUFFIXES  # noqa: E402
 from heads.image_io import read_rgb, write_rgb  # noqa: E402
 from heads.visualize import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay  # noqa: E402
-
-IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
-
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
