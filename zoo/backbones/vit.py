@@ -17,9 +17,10 @@ from .common import pair, tap_indices
 
 
 def default_taps(depth: int) -> tuple[int, ...]:
-    """Four evenly spaced block indices: (2, 5, 8, 11) for 12 blocks, (5, 11, 17, 23) for 24."""
+    """Four evenly spaced block indices: (2, 5, 8, 11) for 12 blocks, (5, 11, 17, 23) for 24; every block when
+    there are fewer than four."""
     step = max(depth // 4, 1)
-    return tuple(min(step * (i + 1), depth) - 1 for i in range(4))
+    return tuple(sorted({min(step * (i + 1), depth) - 1 for i in range(4)}))
 
 
 class ViTEncoder(nn.Module):
