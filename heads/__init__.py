@@ -3,7 +3,7 @@
 Depends on :mod:`zoo`; nothing in :mod:`zoo` depends on it. Importing it registers every part in this
 project's mmengine registries (:mod:`heads.registry`).
 """
-from . import backbone, datasets, decode_heads, engine, losses, metrics, necks, transforms  # noqa: F401,E501 (registration)
+from . import backbone, coco_metric, datasets, decode_heads, detection, engine, losses, metrics, necks, transforms  # noqa: F401,E501 (registration)
 from .hf_dpt import from_pretrained_hf
 from .models import DensePreprocessor, DepthEstimator, Segmentor
 from .predictor import Predictor

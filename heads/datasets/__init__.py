@@ -8,6 +8,7 @@ from .ade20k import ADE20K_CLASSES, ADE20K_PALETTE, ADE20KDataset
 from .base import DenseDataset, build_pipeline
 from .camvid import CAMVID_CLASSES, CAMVID_PALETTE, CamVidDataset
 from .coco import CocoSegDataset, render_semantic_map
+from .coco_detection import CocoDetectionDataset
 from .folder import FolderSegDataset
 from .image_folder import ImageFolderDataset
 from .rgbd import RGBDDepthDataset
@@ -15,6 +16,6 @@ from .samplers import RepeatAugSampler
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
-           'CamVidDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
+           'CamVidDataset', 'CocoDetectionDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

@@ -49,17 +49,19 @@ class TorchvisionView(nn.Module):
 
 
 class Detectron2View(nn.Module):
-    """Named maps: 'p2'..'p6' by log2(stride) when the strides differ (detectron2's FPN names), 'last_feat'
-    for a single map (its ViT name), else 'feat0', 'feat1', ..."""
+    """Named maps: 'last_feat' for a single map (detectron2's ViT name), 'p2'..'p6' by log2(stride) when the
+    strides differ (its FPN names), else 'feat0', 'feat1', ..."""
 
     def __init__(self, module: nn.Module):
         super().__init__()
         self.module = module
         strides = list(module.out_strides)
-        if len(set(strides)) == len(strides):
+        if len(strides) == 1:
+            self.names = ['last_feat']
+        elif len(set(strides)) == len(strides):
             self.names = [f'p{int(math.log2(s))}' for s in strides]
         else:
-            self.names = ['last_feat'] if len(strides) == 1 else [f'feat{i}' for i in range(len(strides))]
+            self.names = [f'feat{i}' for i in range(len(strides))]
         self.size_divisibility = max(strides)
 
     def output_shape(self) -> dict[str, ShapeSpec]:

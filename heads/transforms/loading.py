@@ -27,7 +27,7 @@ def _add_field(results: dict, key: str) -> None:
         fields.append(key)
 
 
-def _read_unchanged(path, what: str) -> np.ndarray:
+def read_unchanged(path, what: str) -> np.ndarray:
     """A file decoded with cv2.IMREAD_UNCHANGED (bit depth and channels as stored); errors name the file."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what} {path} does not exist")
@@ -154,7 +154,7 @@ class LoadAnnotations(DenseTransform):
         if path is None:
             raise KeyError("LoadAnnotations(seg=True) needs results['seg_map_path'] (or an in-memory "
                            "'gt_seg_map'); use seg=False for a dataset without label maps")
-        raw = _read_unchanged(path, 'label map')
+        raw = read_unchanged(path, 'label map')
         if raw.ndim == 3:
             raise ValueError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
                              f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
@@ -172,7 +172,7 @@ class LoadAnnotations(DenseTransform):
         if path is None:
             raise KeyError("LoadAnnotations(depth=True) needs results['depth_path'] (or an in-memory "
                            "'gt_depth'); use depth=False for a dataset without depth maps")
-        raw = _read_unchanged(path, 'depth map')
+        raw = read_unchanged(path, 'depth map')
         if raw.ndim != 2 or raw.dtype not in (np.uint8, np.uint16):
             raise ValueError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
                              f"be a single-channel 16-bit (or 8-bit) PNG of raw depth values")

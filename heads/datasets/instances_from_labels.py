@@ -1,0 +1,64 @@
+"""COCO-format detection sets from semantic label maps: each connected component of a chosen class is an
+instance (box + mask). Built for CamVid (Car, Pedestrian), whose images come without instance annotations."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import cv2
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from ..transforms.loading import read_unchanged
+from .base import list_files
+
+
+def components(labels: np.ndarray, label: int, min_area: int) -> list[np.ndarray]:
+    """'h w' bool masks of the 8-connected regions of ``label`` in ``labels`` with at least ``min_area`` pixels."""
+    count, regions, stats, _ = cv2.connectedComponentsWithStats((labels == label).astype(np.uint8), connectivity=8)
+    return [regions == i for i in range(1, count) if stats[i, cv2.CC_STAT_AREA] >= min_area]
+
+
+def encode_mask(mask: np.ndarray) -> dict:
+    """Compressed RLE (counts as str, JSON-ready) of an 'h w' bool mask."""
+    with warnings.catch_warnings():  # pycocotools' Cython encoder under numpy 2; harmless
+        warnings.filterwarnings('ignore', category=DeprecationWarning)
+        rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {'size': list(rle['size']), 'counts': rle['counts'].decode('ascii')}
+
+
+def instance_annotation(mask: np.ndarray, ann_id: int, image_id: int, category_id: int) -> dict:
+    ys, xs = np.nonzero(mask)
+    x0, y0 = int(xs.min()), int(ys.min())
+    return {'id': ann_id, 'image_id': image_id, 'category_id': category_id, 'iscrowd': 0,
+            'area': int(mask.sum()), 'bbox': [x0, y0, int(xs.max()) + 1 - x0, int(ys.max()) + 1 - y0],
+            'segmentation': encode_mask(mask)}
+
+
+def labels_to_coco(image_dir, label_dir, classes: dict[str, int], min_area: int = 64,
+                   image_root=None) -> dict:
+    """A COCO instances dict for the images of ``image_dir`` (*.jpg) with label maps in ``label_dir`` (*.png,
+    same stems): ``classes`` maps each category name to its label value; categories are numbered from 1 in that
+    order. ``file_name`` is relative to ``image_root`` (default ``image_dir``). Images without any instance are
+    listed too (with no annotations), as COCO val sets do."""
+    images = list_files(image_dir, '.jpg', 'image', '<stem>.jpg with a <stem>.png label map beside in label_dir')
+    label_files = list_files(label_dir, '.png', 'label', '<stem>.png for each image')
+    missing = sorted(set(images) - set(label_files))
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} images of {image_dir} have no label map in {label_dir} "
+                                f"(first: {missing[0]}.png)")
+    root = Path(image_root or image_dir)
+    categories = [{'id': i + 1, 'name': name, 'supercategory': 'object'} for i, name in enumerate(classes)]
+    coco = {'images': [], 'annotations': [], 'categories': categories}
+    for image_id, stem in enumerate(images, start=1):
+        labels = read_unchanged(label_files[stem], 'label map')
+        if labels.ndim != 2:
+            raise ValueError(f"label map {label_files[stem]} has {labels.shape[2]} channels; expected one (label values)")
+        height, width = labels.shape[:2]
+        coco['images'].append({'id': image_id, 'file_name': str(images[stem].relative_to(root)),
+                               'height': height, 'width': width})
+        for category_id, label in enumerate(classes.values(), start=1):
+            for mask in components(labels, label, min_area):
+                coco['annotations'].append(instance_annotation(mask, len(coco['annotations']) + 1, image_id,
+                                                               category_id))
+    return coco
