@@ -1,0 +1,52 @@
+"""The images of an export: a COCO annotation file's images, or the images in a folder."""
+from __future__ import annotations
+
+import contextlib
+import io
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..datasets.image_folder import IMAGE_SUFFIXES
+
+
+@dataclass(frozen=True)
+class ImageEntry:
+    """One image: ``id`` (COCO's int id, or the folder-relative path), ``file_name`` (as recorded in the index),
+    ``path`` (where to read it) and the size the annotation file states (None for folders)."""
+    id: int | str
+    file_name: str
+    path: Path
+    height: int | None = None
+    width: int | None = None
+
+
+def coco_images(ann_file, image_dir) -> list[ImageEntry]:
+    """The images listed in a COCO JSON, sorted by id; ``file_name`` is relative to ``image_dir``."""
+    from pycocotools.coco import COCO
+    ann_file, image_dir = Path(ann_file), Path(image_dir)
+    if not ann_file.is_file():
+        raise FileNotFoundError(f"COCO annotation file {ann_file} does not exist")
+    if not image_dir.is_dir():
+        raise FileNotFoundError(f"image folder {image_dir} (--images) does not exist")
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO(str(ann_file))
+    records = coco.dataset.get('images') or []
+    if not records:
+        raise ValueError(f"COCO file {ann_file} lists no images (its 'images' list is empty or missing)")
+    duplicated = [i for i, n in Counter(r['id'] for r in records).items() if n > 1]
+    if duplicated:
+        raise ValueError(f"COCO file {ann_file} lists image ids more than once: {duplicated[:10]}")
+    return [ImageEntry(r['id'], r['file_name'], image_dir / r['file_name'], r.get('height'), r.get('width'))
+            for r in sorted(records, key=lambda r: r['id'])]
+
+
+def folder_images(folder) -> list[ImageEntry]:
+    """The images under ``folder`` (recursively, sorted); id and file_name are the relative POSIX path."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"image folder {folder} does not exist")
+    paths = sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    if not paths:
+        raise ValueError(f"folder {folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
+    return [ImageEntry(p.relative_to(folder).as_posix(), p.relative_to(folder).as_posix(), p) for p in paths]
