@@ -12,6 +12,14 @@ from .resize import interpolate
 Grid = tuple[int, int]
 
 
+def is_symbolic(grid) -> bool:
+    """True while a grid is traced with dynamic shapes (torch.export, ONNX export): its sides are SymInts, and
+    comparing them with a build grid would bake that comparison into the program as a guard (an exported ViT
+    would then refuse its own build size). Resampling to the same grid is an exact identity (bicubic/bilinear
+    weights at scale 1 are 0 and 1), so traced code simply always resamples; eager code is unchanged."""
+    return any(isinstance(side, torch.SymInt) for side in grid)
+
+
 def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num_prefix: int = 0,
                         mode: str = 'bicubic', antialias: bool = True) -> torch.Tensor:
     """Resample '1 (p + h w) d' position embeddings from ``old_grid`` (h, w) to ``new_grid``.
@@ -25,7 +33,7 @@ def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num
     if n != old_grid[0] * old_grid[1]:
         raise ValueError(f"position embedding has {n} grid rows, which is not the old grid "
                          f"{old_grid[0]}x{old_grid[1]} (with {num_prefix} prefix rows)")
-    if old_grid == new_grid:
+    if not is_symbolic(new_grid) and old_grid == new_grid:  # traced: no guard on the grid (see is_symbolic)
         return embed
     prefix, grid_part = embed[:, :num_prefix], embed[:, num_prefix:]
     grid_part = rearrange(grid_part.float(), '1 (h w) d -> 1 d h w', h=old_grid[0])
@@ -62,7 +70,7 @@ class LearnedPosEmbed(nn.Module):
         nn.init.trunc_normal_(self.weight, std=0.02)
 
     def forward(self, grid: Grid) -> torch.Tensor:
-        if tuple(grid) == self.grid:
+        if not is_symbolic(grid) and tuple(grid) == self.grid:  # traced: always resample (see is_symbolic)
             return self.weight
         return resample_grid_embed(self.weight, grid, self.grid, self.num_prefix, self.mode, self.antialias)
 

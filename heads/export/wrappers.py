@@ -1,0 +1,50 @@
+"""Tensor-in / tensors-out modules around models whose forward is not (what torch.export and ONNX trace)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..models.dense_model import DenseModel
+from ..models.depth_estimator import DepthEstimator
+
+
+class TensorOutputs(nn.Module):
+    """A DPT task model as 'b 3 H W' normalised image -> its dense output at the input size: segmentation logits
+    'b k H W' or depth 'b 1 H W' (``model(x, mode='tensor')``; the data preprocessor's normalisation is not
+    included: feed ``(image - mean) / std`` as the model's ``data_preprocessor`` does)."""
+
+    def __init__(self, model: DenseModel):
+        super().__init__()
+        self.model = model
+        self.output_names = ['depth' if isinstance(model, DepthEstimator) else 'seg_logits']
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x, mode='tensor')  # b 3 H W -> b k H W
+
+
+class MapOutputs(nn.Module):
+    """A module returning a list of maps (a zoo backbone, :class:`heads.detection.PyramidBackbone`) as a tuple:
+    'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ..."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+        self.output_names = [f'stride{s}' for s in model.out_strides]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(self.model(x))
+
+
+def exportable(model: nn.Module) -> nn.Module:
+    """``model`` as a tensor-in / tensors-out module in eval mode (already wrapped models are returned as they
+    are): a task model in :class:`TensorOutputs`, a model with ``out_strides`` in :class:`MapOutputs`."""
+    if isinstance(model, (TensorOutputs, MapOutputs)):
+        wrapped = model
+    elif isinstance(model, DenseModel):
+        wrapped = TensorOutputs(model)
+    elif hasattr(model, 'out_strides'):
+        wrapped = MapOutputs(model)
+    else:
+        raise TypeError(f"cannot export {type(model).__name__}: expected a DPT task model (heads.Segmentor, "
+                        f"heads.DepthEstimator) or a backbone with out_strides (e.g. heads.detection.PyramidBackbone)")
+    return wrapped.eval()

@@ -1,0 +1,121 @@
+"""Export a backbone with its detection pyramid, or a config's DPT model, with a dynamic input height and width.
+
+    python tools/export_model.py --backbone vit_base_patch16_224 --pretrained vitb.safetensors \\
+        --size 512 512 --out vitb_pyramid.onnx --check 384 640 --check 768 512
+    python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py \\
+        --checkpoint work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth --size 192 256 --out dpt.onnx --check 384 480
+    python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py --format program --out dpt.pt2
+
+--backbone exports heads.detection.PyramidBackbone (outputs 'stride4', 'stride8', ...: the pyramid maps);
+--config exports the config's task model from a normalised image to its dense output at the input size
+('seg_logits' or 'depth'; normalise with the config's data_preprocessor mean/std first).
+Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). --check compares
+the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, the program's module for
+--format program), prints the max abs difference and exits with 1 if one exceeds --tolerance.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from heads.export import check_size, compare_onnx, export_onnx, export_program, exportable, min_side  # noqa: E402
+from heads.export import required_multiple  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument('--backbone', metavar='NAME', help='a zoo backbone name: exports it with its pyramid')
+    source.add_argument('--config', metavar='CFG', help="a config file: exports its model (DPT segmentor/depth)")
+    parser.add_argument('--backbone-kwargs', default='{}', metavar='JSON',
+                        help='keyword arguments of PyramidBackbone, e.g. \'{"depth": 2, "out_channels": 64}\'')
+    parser.add_argument('--pretrained', metavar='FILE', help='backbone weights (with --backbone)')
+    parser.add_argument('--checkpoint', metavar='FILE', help='model weights, .pth or .safetensors (with --config)')
+    parser.add_argument('--format', choices=('onnx', 'program'), default='onnx',
+                        help='onnx, or program: a torch.export program saved with torch.export.save (.pt2)')
+    parser.add_argument('--size', type=int, nargs=2, metavar=('H', 'W'),
+                        help='example input size traced (default: the smallest allowed side, and one multiple wider)')
+    parser.add_argument('--check', type=int, nargs=2, action='append', default=[], metavar=('H', 'W'),
+                        help='compare with PyTorch at this input size after exporting (repeatable)')
+    parser.add_argument('--tolerance', type=float, default=1e-3, help='largest max abs difference --check accepts')
+    parser.add_argument('--opset', type=int, help='ONNX opset (default: the exporter\'s)')
+    parser.add_argument('--out', required=True, type=Path, help='the .onnx or .pt2 file to write')
+    args = parser.parse_args(argv)
+    if args.backbone and args.checkpoint:
+        parser.error('--checkpoint goes with --config; use --pretrained for backbone weights')
+    if args.config and (args.pretrained or args.backbone_kwargs != '{}'):
+        parser.error('--pretrained and --backbone-kwargs go with --backbone; a config sets its own backbone')
+    try:
+        args.backbone_kwargs = json.loads(args.backbone_kwargs)
+    except json.JSONDecodeError as e:
+        parser.error(f'--backbone-kwargs is not valid JSON ({e}): {args.backbone_kwargs!r}')
+    if not isinstance(args.backbone_kwargs, dict):
+        parser.error(f'--backbone-kwargs must be a JSON object, got {args.backbone_kwargs!r}')
+    return parser, args
+
+
+def build_model(args) -> torch.nn.Module:
+    """The PyramidBackbone of --backbone, or the model of --config with --checkpoint loaded; in eval mode."""
+    if args.backbone:
+        from heads.detection import PyramidBackbone
+        return PyramidBackbone(args.backbone, pretrained=args.pretrained, **args.backbone_kwargs).eval()
+    from mmengine.config import Config
+
+    from heads.registry import MODELS
+    from zoo.weights import load_pretrained
+    model = MODELS.build(Config.fromfile(args.config).model)
+    if args.checkpoint:
+        load_pretrained(model, args.checkpoint, format='zoo')
+    return model.eval()
+
+
+@torch.no_grad()
+def compare_program(program, model, sizes, seed: int = 0) -> dict[tuple[int, int], float]:
+    """{(h, w): max abs difference} between the program's module and eager PyTorch on random inputs."""
+    module, traced = exportable(model), program.module()
+    generator, diffs = torch.Generator().manual_seed(seed), {}
+    for size in sizes:
+        x = torch.randn(1, 3, *size, generator=generator)
+        outputs = [module(x), traced(x)]
+        expected, got = ([o] if isinstance(o, torch.Tensor) else list(o) for o in outputs)
+        diffs[tuple(size)] = max(float((e - g).abs().max()) for e, g in zip(expected, got))
+    return diffs
+
+
+def main(argv=None) -> int:
+    parser, args = parse_args(argv)
+    model = build_model(args)
+    multiple = required_multiple(exportable(model))
+    smallest = min_side(model, multiple)
+    size = tuple(args.size) if args.size else (smallest, smallest + multiple)
+    try:
+        check_size(size, multiple, smallest)
+        checks = [check_size(s, multiple, smallest if args.format == 'program' else None) for s in args.check]
+    except ValueError as e:
+        parser.error(str(e))
+    print(f"{type(model).__name__}: input sides multiples of {multiple} (program: from {smallest}); "
+          f"tracing at {size[0]}x{size[1]}")
+    start = time.perf_counter()
+    program = export_program(model, size, multiple)
+    if args.format == 'onnx':
+        out = export_onnx(model, args.out, program=program, opset=args.opset)
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        torch.export.save(program, str(args.out))
+        out = args.out
+    print(f"wrote {out} in {time.perf_counter() - start:.1f} s")
+    diffs = (compare_onnx(out, model, checks) if args.format == 'onnx' else compare_program(program, model, checks))
+    for (h, w), diff in diffs.items():
+        print(f"check {h}x{w}: max abs diff {diff:.3g}" + ('' if diff <= args.tolerance else
+                                                            f" > tolerance {args.tolerance:g}"))
+    return int(any(diff > args.tolerance for diff in diffs.values()))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
