@@ -6,36 +6,36 @@ import io
 
 import numpy as np
 from mmengine.evaluator import BaseMetric
-from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from .datasets.instances_from_labels import encode_mask
+from .datasets.coco import encode_mask, load_coco
 from .registry import METRICS
 
 STAT_NAMES = ('mAP', 'mAP_50', 'mAP_75', 'mAP_s', 'mAP_m', 'mAP_l')  # COCOeval.stats[0:6]
 
 
-def coco_results(prediction, with_masks: bool) -> list[dict]:
-    """One image's detections (fields boxes xyxy, scores, labels = category ids[, masks 'n 1 h w']; metainfo
-    image_id) as COCO results."""
-    boxes = prediction.boxes.detach().cpu().numpy()
-    results = [{'image_id': int(prediction.image_id), 'category_id': int(label), 'score': float(score),
+def coco_results(prediction: dict, with_masks: bool) -> list[dict]:
+    """One image's detections as COCO results: ``prediction`` is a predicted sample as mmengine's Evaluator passes
+    it (``BaseDataElement.to_dict()``: image_id, boxes xyxy, scores, labels = category ids[, masks 'n 1 h w'])."""
+    boxes = prediction['boxes'].detach().cpu().numpy()
+    results = [{'image_id': int(prediction['image_id']), 'category_id': int(label), 'score': float(score),
                 'bbox': [float(x0), float(y0), float(x1 - x0), float(y1 - y0)]}
-               for (x0, y0, x1, y1), score, label in zip(boxes, prediction.scores.tolist(),
-                                                         prediction.labels.tolist())]
+               for (x0, y0, x1, y1), score, label in zip(boxes, prediction['scores'].tolist(),
+                                                         prediction['labels'].tolist())]
     if with_masks:
-        for result, mask in zip(results, prediction.masks[:, 0].detach().cpu().numpy() > 0.5):
+        for result, mask in zip(results, prediction['masks'][:, 0].detach().cpu().numpy() > 0.5):
             result['segmentation'] = encode_mask(mask)
     return results
 
 
 @METRICS.register_module()
 class CocoDetectionMetric(BaseMetric):
-    """COCO AP of boxes ('bbox') and, for Mask R-CNN, masks ('segm') against ``ann_file``: logs
+    """COCO AP of boxes ('bbox') and, for Mask R-CNN, masks ('segm') against ``ann_file`` (default: the evaluated
+    dataset's, from its metainfo, so ``--data-root`` moves it too): logs
     ``{iou_type}_mAP``, ``_mAP_50``, ``_mAP_75``, ``_mAP_s/m/l`` (fractions in [0, 1], as COCOeval prints them)."""
     default_prefix = 'coco'
 
-    def __init__(self, ann_file: str, iou_types=('bbox',), **kwargs):
+    def __init__(self, ann_file: str | None = None, iou_types=('bbox',), **kwargs):
         super().__init__(**kwargs)
         unknown = set(iou_types) - {'bbox', 'segm'}
         if unknown:
@@ -47,8 +47,7 @@ class CocoDetectionMetric(BaseMetric):
             self.results.extend(coco_results(prediction, 'segm' in self.iou_types))
 
     def compute_metrics(self, results: list) -> dict:
-        with contextlib.redirect_stdout(io.StringIO()):
-            ground_truth = COCO(self.ann_file)
+        ground_truth = load_coco(self.ann_file or self.dataset_meta['ann_file'])
         metrics = {}
         for iou_type in self.iou_types:
             stats = np.zeros(len(STAT_NAMES))

@@ -178,7 +178,8 @@ def test_coco_metric_scores_the_ground_truth_as_perfect(camvid_det):
     for i in range(len(dataset)):
         target = dataset[i]['data_samples']
         predictions.append(BaseDataElement(metainfo=target.metainfo, boxes=target.boxes, labels=target.labels,
-                                           scores=torch.ones(len(target.labels)), masks=target.masks[:, None].float()))
+                                           scores=torch.ones(len(target.labels)),
+                                           masks=target.masks[:, None].float()).to_dict())  # as the Evaluator passes it
     metric.process({}, predictions)
     perfect = metric.compute_metrics(metric.results)
     assert perfect['bbox_mAP'] == pytest.approx(1.0) and perfect['segm_mAP'] == pytest.approx(1.0)

@@ -15,6 +15,15 @@ from ..visualize import default_palette
 from .base import DenseDataset
 
 
+def load_coco(ann_file, what: str = "a COCO JSON with 'images', 'annotations' and 'categories'") -> COCO:
+    """pycocotools' index of ``ann_file`` (its progress prints silenced); a missing file is named with ``what``
+    was expected there."""
+    if not Path(ann_file).is_file():
+        raise FileNotFoundError(f"COCO annotation file {ann_file} does not exist; expected {what}")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return COCO(str(ann_file))
+
+
 def ann_to_mask(segmentation, height: int, width: int) -> np.ndarray:
     """A COCO ``segmentation`` (polygons, uncompressed or compressed RLE) -> 'h w' uint8 0/1 mask.
 
@@ -26,10 +35,24 @@ def ann_to_mask(segmentation, height: int, width: int) -> np.ndarray:
         rle = mask_utils.frPyObjects(segmentation, height, width)
     else:  # compressed RLE
         rle = segmentation
-    with warnings.catch_warnings():  # pycocotools' Cython decoder under numpy 2; harmless
+    with quiet_numpy2():
+        return mask_utils.decode(rle)
+
+
+def encode_mask(mask: np.ndarray) -> dict:
+    """Compressed RLE (counts as str, JSON-ready) of an 'h w' bool mask."""
+    with quiet_numpy2():
+        rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {'size': list(rle['size']), 'counts': rle['counts'].decode('ascii')}
+
+
+@contextlib.contextmanager
+def quiet_numpy2():
+    """pycocotools' Cython mask code warns under numpy 2 (no ``copy`` keyword in ``__array__``); harmless."""
+    with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message=r".*__array__ implementation doesn't accept a copy keyword",
                                 category=DeprecationWarning)
-        return mask_utils.decode(rle)
+        yield
 
 
 def render_semantic_map(anns: list[dict], height: int, width: int, ignore_index: int = 255) -> np.ndarray:
@@ -63,11 +86,7 @@ class CocoSegDataset(DenseDataset):
                          data_prefix=dict(img_path=str(img_dir)), metainfo=metainfo, pipeline=pipeline, **kwargs)
 
     def load_data_list(self) -> list[dict]:
-        if not Path(self.ann_file).is_file():
-            raise FileNotFoundError(f"COCO annotation file {self.ann_file} does not exist; expected a COCO "
-                                    f"instances/stuff JSON with 'images', 'annotations' and 'categories'")
-        with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
-            coco = COCO(self.ann_file)
+        coco = load_coco(self.ann_file, "a COCO instances/stuff JSON with 'images', 'annotations' and 'categories'")
         categories = self._select_categories(coco.dataset.get('categories', []))
         label_of = {cat['id']: label for label, cat in enumerate(categories)}
         palette = self.palette or self._metainfo.get('palette') or default_palette(len(categories))

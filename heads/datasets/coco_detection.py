@@ -1,19 +1,16 @@
 """Object detection samples from a COCO JSON, in torchvision's target format."""
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import numpy as np
 import torch
 from mmengine.dataset import BaseDataset
 from mmengine.structures import BaseDataElement
-from pycocotools.coco import COCO
 
 from ..image_io import read_rgb
 from ..registry import DATASETS
-from .coco import ann_to_mask
+from .coco import ann_to_mask, load_coco
 
 
 @DATASETS.register_module()
@@ -34,12 +31,9 @@ class CocoDetectionDataset(BaseDataset):
                          serialize_data=False, **kwargs)
 
     def load_data_list(self) -> list[dict]:
-        if not Path(self.ann_file).is_file():
-            raise FileNotFoundError(f"COCO annotation file {self.ann_file} does not exist (tools/make_camvid_detection.py "
-                                    f"writes one from CamVid)")
-        with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
-            coco = COCO(self.ann_file)
-        self._metainfo['classes'] = tuple(c['name'] for c in sorted(coco.dataset['categories'], key=lambda c: c['id']))
+        coco = load_coco(self.ann_file, "a COCO instances JSON (tools/make_camvid_detection.py writes one from CamVid)")
+        self._metainfo.update(classes=tuple(c['name'] for c in sorted(coco.dataset['categories'], key=lambda c: c['id'])),
+                              ann_file=self.ann_file)  # CocoDetectionMetric's ground truth
         data_list = []
         for image in coco.dataset['images']:
             anns = [a for a in coco.imgToAnns.get(image['id'], []) if not a.get('iscrowd', 0)]

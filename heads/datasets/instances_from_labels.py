@@ -2,29 +2,20 @@
 instance (box + mask). Built for CamVid (Car, Pedestrian), whose images come without instance annotations."""
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import cv2
 import numpy as np
-from pycocotools import mask as mask_utils
 
 from ..transforms.loading import read_unchanged
 from .base import list_files
+from .coco import encode_mask
 
 
 def components(labels: np.ndarray, label: int, min_area: int) -> list[np.ndarray]:
     """'h w' bool masks of the 8-connected regions of ``label`` in ``labels`` with at least ``min_area`` pixels."""
     count, regions, stats, _ = cv2.connectedComponentsWithStats((labels == label).astype(np.uint8), connectivity=8)
     return [regions == i for i in range(1, count) if stats[i, cv2.CC_STAT_AREA] >= min_area]
-
-
-def encode_mask(mask: np.ndarray) -> dict:
-    """Compressed RLE (counts as str, JSON-ready) of an 'h w' bool mask."""
-    with warnings.catch_warnings():  # pycocotools' Cython encoder under numpy 2; harmless
-        warnings.filterwarnings('ignore', category=DeprecationWarning)
-        rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
-    return {'size': list(rle['size']), 'counts': rle['counts'].decode('ascii')}
 
 
 def instance_annotation(mask: np.ndarray, ann_id: int, image_id: int, category_id: int) -> dict:

@@ -17,16 +17,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..export.sizes import map_strides
 from ..image_io import check_rgb
 
 
 def size_multiple(model: nn.Module) -> int:
-    """The least common multiple of the model's ``out_strides`` (and ``patch_size`` if it has one)."""
-    values = [int(s) for s in model.out_strides]
-    patch = getattr(model, 'patch_size', None)
-    if isinstance(patch, int):
-        values.append(patch)
-    return math.lcm(*values)
+    """The least common multiple of every stride the model computes a map at (its ``out_strides``, patch size,
+    a pyramid's max-pooled level), so that each stored map is exactly input size / stride."""
+    return math.lcm(*map_strides(model)[1])
 
 
 def input_size(height: int, width: int, short_side: int, multiple: int) -> tuple[int, int]:

@@ -1,12 +1,11 @@
 """The images of an export: a COCO annotation file's images, or the images in a folder."""
 from __future__ import annotations
 
-import contextlib
-import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datasets.coco import load_coco
 from ..datasets.image_folder import IMAGE_SUFFIXES
 
 
@@ -23,14 +22,10 @@ class ImageEntry:
 
 def coco_images(ann_file, image_dir) -> list[ImageEntry]:
     """The images listed in a COCO JSON, sorted by id; ``file_name`` is relative to ``image_dir``."""
-    from pycocotools.coco import COCO
     ann_file, image_dir = Path(ann_file), Path(image_dir)
-    if not ann_file.is_file():
-        raise FileNotFoundError(f"COCO annotation file {ann_file} does not exist")
     if not image_dir.is_dir():
         raise FileNotFoundError(f"image folder {image_dir} (--images) does not exist")
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco = COCO(str(ann_file))
+    coco = load_coco(ann_file)
     records = coco.dataset.get('images') or []
     if not records:
         raise ValueError(f"COCO file {ann_file} lists no images (its 'images' list is empty or missing)")

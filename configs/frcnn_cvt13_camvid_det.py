@@ -1,16 +1,19 @@
-# Faster R-CNN (torchvision) on a zoo backbone: ViT-Ti with 4 blocks from scratch + ViTDet's simple feature pyramid,
-# on CamVid's cars and pedestrians (connected components of the label maps, COCO format), sized for a CPU.
+# Faster R-CNN (torchvision) on a zoo backbone: CvT-13 (one block per stage, from scratch) + an FPN over its
+# stride-4/8/16 maps, on CamVid's cars and pedestrians (connected components of the label maps, COCO format), CPU-sized.
 #   python tools/make_camvid_detection.py ../shared/data/camvid data/camvid_det
-#   python tools/train.py configs/frcnn_vitt_camvid_det.py --data-root data/camvid_det
-# Swap the backbone by name (any zoo.list_backbones() entry); kind='maskrcnn' adds masks (with_masks=True and
-# iou_types=('bbox', 'segm') below).
+#   python tools/train.py configs/frcnn_cvt13_camvid_det.py --data-root data/camvid_det
+# Any zoo backbone fits (plain ones get ViTDet's simple feature pyramid), e.g. --cfg-options
+# model.backbone=vit_tiny_patch16_224 model.backbone_kwargs="dict(depth=4)"; kind='maskrcnn' adds masks (with
+# with_masks=True in the datasets and iou_types=('bbox', 'segm') in the evaluator).
 _base_ = ['_base_/default_runtime.py', '_base_/schedules/schedule_short.py']
 data_root = '{{$CAMVID_DET_ROOT:data/camvid_det}}'
 max_iters = 2000
 model = dict(
-    type='TorchvisionDetector', kind='fasterrcnn', backbone='vit_tiny_patch16_224', num_classes=3,  # + background
-    backbone_kwargs=dict(depth=4, drop_path_rate=0.0), out_channels=64,
+    type='TorchvisionDetector', kind='fasterrcnn', backbone='cvt_13_224', num_classes=3,  # + background
+    backbone_kwargs=dict(depths=(1, 1, 1)), out_channels=64,
     min_size=180, max_size=240,  # torchvision's own resize: CamVid's 480x360 at half size
+    anchor_size=8,  # 8..128 px over strides 4..64: at half size the median car is 17 px, the median pedestrian 10
+    box_score_thresh=0.01,  # detections kept for COCO evaluation (at most 100 per image)
     rpn_pre_nms_top_n_train=600, rpn_post_nms_top_n_train=300, rpn_pre_nms_top_n_test=300,
     rpn_post_nms_top_n_test=150, rpn_batch_size_per_image=64, box_batch_size_per_image=64)
 train_dataloader = dict(
@@ -22,7 +25,7 @@ val_dataloader = dict(
     dataset=dict(type='CocoDetectionDataset', data_root=data_root, ann_file='annotations/instances_val.json',
                  img_dir='val'))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='CocoDetectionMetric', ann_file=data_root + '/annotations/instances_val.json')
+val_evaluator = dict(type='CocoDetectionMetric')  # against the val set's ann_file
 test_evaluator = val_evaluator
 optim_wrapper = dict(optimizer=dict(lr=1e-3), clip_grad=dict(max_norm=10.0))
 param_scheduler = [
