@@ -12,18 +12,18 @@ from .base import list_files
 from .coco import encode_mask
 
 
-def components(labels: np.ndarray, label: int, min_area: int) -> list[np.ndarray]:
-    """'h w' bool masks of the 8-connected regions of ``label`` in ``labels`` with at least ``min_area`` pixels."""
+def components(labels: np.ndarray, label: int, min_area: int) -> list[tuple[np.ndarray, list[int], int]]:
+    """(mask 'h w' bool, bbox [x, y, w, h], area) of each 8-connected region of ``label`` in ``labels`` with at
+    least ``min_area`` pixels."""
     count, regions, stats, _ = cv2.connectedComponentsWithStats((labels == label).astype(np.uint8), connectivity=8)
-    return [regions == i for i in range(1, count) if stats[i, cv2.CC_STAT_AREA] >= min_area]
-
-
-def instance_annotation(mask: np.ndarray, ann_id: int, image_id: int, category_id: int) -> dict:
-    ys, xs = np.nonzero(mask)
-    x0, y0 = int(xs.min()), int(ys.min())
-    return {'id': ann_id, 'image_id': image_id, 'category_id': category_id, 'iscrowd': 0,
-            'area': int(mask.sum()), 'bbox': [x0, y0, int(xs.max()) + 1 - x0, int(ys.max()) + 1 - y0],
-            'segmentation': encode_mask(mask)}
+    found = []
+    for i in range(1, count):
+        x, y, w, h, area = (int(v) for v in stats[i])
+        if area >= min_area:
+            mask = np.zeros(labels.shape, dtype=bool)
+            mask[y:y + h, x:x + w] = regions[y:y + h, x:x + w] == i
+            found.append((mask, [x, y, w, h], area))
+    return found
 
 
 def labels_to_coco(image_dir, label_dir, classes: dict[str, int], min_area: int = 64,
@@ -49,7 +49,8 @@ def labels_to_coco(image_dir, label_dir, classes: dict[str, int], min_area: int 
         coco['images'].append({'id': image_id, 'file_name': str(images[stem].relative_to(root)),
                                'height': height, 'width': width})
         for category_id, label in enumerate(classes.values(), start=1):
-            for mask in components(labels, label, min_area):
-                coco['annotations'].append(instance_annotation(mask, len(coco['annotations']) + 1, image_id,
-                                                               category_id))
+            for mask, bbox, area in components(labels, label, min_area):
+                coco['annotations'].append({'id': len(coco['annotations']) + 1, 'image_id': image_id,
+                                            'category_id': category_id, 'iscrowd': 0, 'area': area, 'bbox': bbox,
+                                            'segmentation': encode_mask(mask)})
     return coco
