@@ -34,4 +34,3 @@ param_scheduler = [
 ]
 train_cfg = dict(max_iters=max_iters, val_interval=500)
 default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=500, max_keep_ckpts=2))
-custom_hooks = [dict(type='SafeCheckpointHook')]

@@ -69,6 +69,20 @@ def caption(panel: np.ndarray, text: str, height: int = 18) -> np.ndarray:
     return np.concatenate([strip, panel], axis=0)
 
 
+def draw_boxes(image: np.ndarray, boxes, labels, names, palette, scores=None) -> np.ndarray:
+    """A copy of 'h w 3' ``image`` with xyxy ``boxes`` outlined in their label's palette colour and captioned with
+    the class name (``names[label]``) and, when given, the score."""
+    out = np.ascontiguousarray(image).copy()
+    for i, (box, label) in enumerate(zip(np.asarray(boxes).round().astype(int), labels)):
+        colour = tuple(int(c) for c in palette[int(label) % len(palette)])
+        x0, y0, x1, y1 = box
+        cv2.rectangle(out, (x0, y0), (x1, y1), colour, 1)
+        text = names[int(label)] if int(label) < len(names) else str(int(label))
+        text += f' {float(scores[i]):.2f}' if scores is not None else ''
+        cv2.putText(out, text, (x0, max(y0 - 3, 8)), cv2.FONT_HERSHEY_SIMPLEX, 0.35, colour, 1, cv2.LINE_AA)
+    return out
+
+
 def legend(names, palette, height: int, row: int = 18, width: int = 150) -> np.ndarray:
     """A white 'height x width' panel listing ``names`` next to their palette colours (one per ``row`` pixels;
     columns are added when they do not fit)."""

@@ -18,6 +18,7 @@ from heads.datasets import CocoDetectionDataset
 from heads.datasets.coco import ann_to_mask
 from heads.detection import Detectron2View, MMDetView, PyramidBackbone, TorchvisionView, ZooMMDetBackbone, build_detector
 from heads.necks import HierarchicalFPN, SimpleFeaturePyramid
+from heads.visualize import draw_boxes
 from heads.registry import MODELS
 
 from .reference import shared_data
@@ -191,3 +192,12 @@ def test_coco_metric_scores_the_ground_truth_as_perfect(camvid_det):
     assert worse['bbox_mAP_50'] == pytest.approx(1.0) and worse['bbox_mAP_75'] == 0.0
     assert 0.2 <= worse['bbox_mAP'] <= 0.3  # matched at IoU thresholds 0.5, 0.55 and (at equality) 0.6
     assert metric.compute_metrics([])['bbox_mAP'] == 0.0
+
+
+def test_draw_boxes_outlines_each_box_in_its_class_colour():
+    image = np.zeros((40, 60, 3), np.uint8)
+    out = draw_boxes(image, [[10, 12, 30, 32]], [1], ['background', 'car'], [[0, 0, 0], [255, 0, 0]], scores=[0.9])
+    for column in (10, 30):
+        assert (out[13:32, column] == [255, 0, 0]).all()
+    assert (out[20, 12:29] == 0).all() and (image == 0).all()  # inside untouched; the input is not drawn on
+    assert out[:11].any()  # the caption above the box

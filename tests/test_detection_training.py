@@ -4,6 +4,7 @@ box AP on the 101 validation images is above zero and rises with training."""
 import sys
 from pathlib import Path
 
+import cv2
 import pytest
 
 from heads.engine.logs import read_scalars
@@ -37,3 +38,5 @@ def test_faster_rcnn_box_ap_on_camvid_is_above_zero_and_rises(tmp_path):
     first, last = box_ap[steps[0]], box_ap[steps[-1]]
     assert last > 0 and last > first
     assert read_scalars(work_dir)['val']['coco/bbox_mAP_50'][ITERS] > last  # the looser threshold scores higher
+    grid = cv2.imread(str(work_dir / 'predictions.png'))  # image | ground-truth boxes | detections, per row
+    assert grid.shape[0] > 4 * 360 and grid.shape[1] > 3 * 480

@@ -6,21 +6,25 @@ from pathlib import Path
 import cv2
 import numpy as np
 from mmengine.hooks import Hook
+from mmengine.runner import BaseLoop
 
 from ..image_io import write_rgb
 from ..registry import HOOKS
-from ..visualize import colorize_depth, colorize_labels, default_palette, side_by_side
+from ..visualize import colorize_depth, colorize_labels, default_palette, draw_boxes, side_by_side
 
 
 @HOOKS.register_module()
 class PredictionVisualizationHook(Hook):
-    """Rows of [image | ground truth | prediction] for the first ``max_images`` validation images, written to
+    """Rows of [image | ground truth | prediction] for the first ``max_images`` validation images (label maps, depth,
+    or boxes: detections scoring at least ``score_thr``), written to
     ``work_dir/<grid_file>`` after each validation and given to the visualizer's backends (TensorBoard: images
     tab, one per validation step); with ``show_dir`` every test image is written there too.
     """
 
-    def __init__(self, grid_file: str = 'predictions.png', max_images: int = 4, show_dir: str | None = None):
+    def __init__(self, grid_file: str = 'predictions.png', max_images: int = 4, show_dir: str | None = None,
+                 score_thr: float = 0.3):
         self.grid_file, self.max_images, self.show_dir = grid_file, max_images, show_dir
+        self.score_thr = score_thr  # detections drawn
         self._rows: list[list[np.ndarray]] = []
 
     def before_val_epoch(self, runner) -> None:
@@ -47,6 +51,9 @@ class PredictionVisualizationHook(Hook):
             write_rgb(Path(self.show_dir) / name, picture)
 
     def _panels(self, runner, image, sample) -> list[np.ndarray]:
+        rgb = np.ascontiguousarray(image.cpu().numpy().transpose(1, 2, 0))
+        if 'boxes' in sample:  # detection: ground truth and detections scoring at least score_thr, boxes drawn
+            return self._box_panels(runner, rgb, sample)
         if 'pred_sem_seg' in sample:
             pred = sample.pred_sem_seg.data[0].cpu().numpy()
             gt = sample.gt_sem_seg.data[0].cpu().numpy() if 'gt_sem_seg' in sample else None
@@ -59,14 +66,29 @@ class PredictionVisualizationHook(Hook):
             vmin, vmax = float(valid.min()), float(valid.max())
             draw = lambda depth: colorize_depth(depth, vmin, vmax)  # noqa: E731
         h, w = pred.shape
-        rgb = np.ascontiguousarray(image.cpu().numpy().transpose(1, 2, 0))
         rgb = cv2.resize(rgb, (w, h), interpolation=cv2.INTER_LINEAR) if rgb.shape[:2] != (h, w) else rgb
         return [rgb] + ([draw(gt)] if gt is not None else []) + [draw(pred)]
 
+    def _box_panels(self, runner, rgb: np.ndarray, sample) -> list[np.ndarray]:
+        names = ['background', *self._meta(runner).get('classes', ())]  # torchvision labels: 0 = background
+        palette = self._palette(runner, len(names) + 1)
+        keep = sample.scores >= self.score_thr
+        panels = [draw_boxes(rgb, sample.boxes[keep].cpu(), sample.labels[keep].tolist(), names, palette,
+                             sample.scores[keep].tolist())]
+        if 'gt_boxes' in sample:
+            panels.insert(0, draw_boxes(rgb, sample.gt_boxes.cpu(), sample.gt_labels.tolist(), names, palette))
+        return [rgb, *panels]
+
     @staticmethod
-    def _palette(runner, needed: int) -> np.ndarray:
-        evaluators = (getattr(runner, name, None) for name in ('_test_evaluator', '_val_evaluator'))
-        meta = next((e.dataset_meta for e in evaluators if getattr(e, 'dataset_meta', None)), {})
+    def _meta(runner) -> dict:
+        """The dataset meta (classes, palette) of the running test or validation loop's evaluator."""
+        loops = (getattr(runner, name, None) for name in ('_test_loop', '_val_loop'))
+        return next((loop.evaluator.dataset_meta for loop in loops
+                     if isinstance(loop, BaseLoop) and getattr(loop.evaluator, 'dataset_meta', None)), {})
+
+    @classmethod
+    def _palette(cls, runner, needed: int) -> np.ndarray:
+        meta = cls._meta(runner)
         palette = meta.get('palette')
         if palette is None or len(palette) < needed:
             palette = default_palette(max(needed, len(meta.get('classes', ())), 1))

@@ -30,8 +30,14 @@ class TorchvisionDetector(TaskModel):
             self.detector.eval()
             outputs = self.detector(images)
             self.detector.train(was_training)
-            return [BaseDataElement(metainfo=s.metainfo, **output) for output, s in zip(outputs, data_samples)]
+            return [BaseDataElement(metainfo=s.metainfo, **output, **self._ground_truth(s))
+                    for output, s in zip(outputs, data_samples)]
         if mode == 'tensor':  # the pyramid's maps of the resized, normalised batch
             batch, _ = self.detector.transform(images)
             return self.detector.backbone(batch.tensors)
         raise ValueError(f"mode must be 'loss', 'predict' or 'tensor', got {mode!r}")
+
+    @staticmethod
+    def _ground_truth(sample) -> dict:
+        """The sample's boxes and labels as gt_boxes / gt_labels (PredictionVisualizationHook draws them)."""
+        return {f'gt_{key}': sample.get(key) for key in ('boxes', 'labels') if key in sample}
