@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -20,6 +19,8 @@ from mmengine.runner import Runner
 from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
 from zoo.weights.io import CheckpointError, read_file, resolve_weight_file
+
+from ..durable import replace_durably
 
 PARTIAL_SUFFIX = '.partial'
 _NUMBERED = re.compile(r'(?:iter|epoch)_(\d+)\.pth$')
@@ -42,17 +43,6 @@ def latest_complete_checkpoint(work_dir) -> Path | None:
     return next((p for _, p in reversed(numbered) if is_complete(p)), None)
 
 
-def _replace_durably(partial: Path, final: Path) -> None:
-    with open(partial, 'rb') as f:
-        os.fsync(f.fileno())
-    os.replace(partial, final)
-    directory = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
 class ZooRunner(Runner):
     """:class:`mmengine.runner.Runner` with atomic checkpoint writes and safe, explained checkpoint reads."""
 
@@ -60,7 +50,7 @@ class ZooRunner(Runner):
         local = '://' not in str(out_dir)
         super().save_checkpoint(out_dir, filename + PARTIAL_SUFFIX if local else filename, *args, **kwargs)
         if local and is_main_process():
-            _replace_durably(Path(out_dir) / (filename + PARTIAL_SUFFIX), Path(out_dir) / filename)
+            replace_durably(Path(out_dir) / (filename + PARTIAL_SUFFIX), Path(out_dir) / filename)
 
     def load_or_resume(self) -> None:
         if self._resume and self._load_from is None and not self._has_loaded:

@@ -31,6 +31,7 @@ from safetensors.torch import save_file
 from torch import nn
 from tqdm import tqdm
 
+from ..durable import replace_durably
 from ..image_io import read_rgb
 from .hashing import weights_hash
 from .preprocess import input_size, preprocess, size_multiple
@@ -261,19 +262,13 @@ def _check_maps(maps, levels: list[dict], size, path, warned: set) -> None:
                           f"the backbone's stride is approximate; use the stored map sizes")
 
 
-def _fsync(path: Path) -> None:
-    with open(path, 'rb+') as f:
-        os.fsync(f.fileno())
-
-
 def _atomic_save(tensors: dict, path: Path, metadata: dict) -> None:
     partial = path.with_name(path.name + '.partial')
     save_file(tensors, str(partial), metadata=metadata)
-    _fsync(partial)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(partial, 0o666 & ~umask)  # safetensors creates files readable by their owner only
-    os.replace(partial, path)
+    replace_durably(partial, path)
 
 
 def _write_index(out: Path, header: dict, pretrained, shards: dict, records: dict) -> None:
@@ -282,5 +277,4 @@ def _write_index(out: Path, header: dict, pretrained, shards: dict, records: dic
                  shards=[shards[n] for n in names], images=[r for n in names for r in records[n]])
     partial = out / (INDEX + '.partial')
     partial.write_text(json.dumps(index, indent=1))
-    _fsync(partial)
-    os.replace(partial, out / INDEX)
+    replace_durably(partial, out / INDEX)
