@@ -22,13 +22,13 @@ large inputs. Other settings or weights than the folder's export are refused: us
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from heads.engine.launch import json_object  # noqa: E402
 from heads.features import coco_images, export_features, folder_images, level_names  # noqa: E402
 from heads.features.writer import DTYPES  # noqa: E402
 
@@ -62,16 +62,6 @@ def parse_args(argv=None):
     if args.folder and args.images:
         parser.error('--images goes with --coco; with --folder the images are those in the folder')
     return args
-
-
-def json_object(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({err}): {text!r}") from err
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object like '{{\"depth\": 2}}', got {text!r}")
-    return value
 
 
 def positive(text: str) -> int:

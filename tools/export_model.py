@@ -16,7 +16,6 @@ the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,8 +23,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.export import check_size, compare_onnx, export_onnx, export_program, exportable, min_side  # noqa: E402
-from heads.export import required_multiple  # noqa: E402
+from heads.engine.launch import json_object  # noqa: E402
+from heads.export import check_size, compare_onnx, compare_program, export_onnx, export_program  # noqa: E402
+from heads.export import exportable, min_side, required_multiple  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -33,7 +33,7 @@ def parse_args(argv=None):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--backbone', metavar='NAME', help='a zoo backbone name: exports it with its pyramid')
     source.add_argument('--config', metavar='CFG', help="a config file: exports its model (DPT segmentor/depth)")
-    parser.add_argument('--backbone-kwargs', default='{}', metavar='JSON',
+    parser.add_argument('--backbone-kwargs', default={}, type=json_object, metavar='JSON',
                         help='keyword arguments of PyramidBackbone, e.g. \'{"depth": 2, "out_channels": 64}\'')
     parser.add_argument('--pretrained', metavar='FILE', help='backbone weights (with --backbone)')
     parser.add_argument('--checkpoint', metavar='FILE', help='model weights, .pth or .safetensors (with --config)')
@@ -49,14 +49,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.backbone and args.checkpoint:
         parser.error('--checkpoint goes with --config; use --pretrained for backbone weights')
-    if args.config and (args.pretrained or args.backbone_kwargs != '{}'):
+    if args.config and (args.pretrained or args.backbone_kwargs):
         parser.error('--pretrained and --backbone-kwargs go with --backbone; a config sets its own backbone')
-    try:
-        args.backbone_kwargs = json.loads(args.backbone_kwargs)
-    except json.JSONDecodeError as e:
-        parser.error(f'--backbone-kwargs is not valid JSON ({e}): {args.backbone_kwargs!r}')
-    if not isinstance(args.backbone_kwargs, dict):
-        parser.error(f'--backbone-kwargs must be a JSON object, got {args.backbone_kwargs!r}')
     return parser, args
 
 
@@ -73,19 +67,6 @@ def build_model(args) -> torch.nn.Module:
     if args.checkpoint:
         load_pretrained(model, args.checkpoint, format='zoo')
     return model.eval()
-
-
-@torch.no_grad()
-def compare_program(program, model, sizes, seed: int = 0) -> dict[tuple[int, int], float]:
-    """{(h, w): max abs difference} between the program's module and eager PyTorch on random inputs."""
-    module, traced = exportable(model), program.module()
-    generator, diffs = torch.Generator().manual_seed(seed), {}
-    for size in sizes:
-        x = torch.randn(1, 3, *size, generator=generator)
-        outputs = [module(x), traced(x)]
-        expected, got = ([o] if isinstance(o, torch.Tensor) else list(o) for o in outputs)
-        diffs[tuple(size)] = max(float((e - g).abs().max()) for e, g in zip(expected, got))
-    return diffs
 
 
 def main(argv=None) -> int:

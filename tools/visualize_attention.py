@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import zoo  # noqa: E402
+from heads.features import input_size  # noqa: E402
 from heads.image_io import read_rgb, write_rgb  # noqa: E402
 from heads.visualize import caption, heatmap, overlay, side_by_side  # noqa: E402
 from zoo.attention_maps import AttentionMap, record_attention, rollout  # noqa: E402
@@ -60,12 +61,6 @@ def load_backbone(source: str, checkpoint: str | None):
         pre = cfg.model.get('data_preprocessor', {})
         return model.backbone.eval(), pre.get('mean', IMAGENET_MEAN), pre.get('std', IMAGENET_STD)
     return zoo.create_backbone(source, pretrained=checkpoint).eval(), IMAGENET_MEAN, IMAGENET_STD
-
-
-def input_size(height: int, width: int, short: int) -> tuple[int, int]:
-    """The image's aspect ratio with the short side ~``short``, both sides multiples of 32."""
-    factor = short / min(height, width)
-    return max(32, round(height * factor / 32) * 32), max(32, round(width * factor / 32) * 32)
 
 
 @torch.no_grad()
@@ -147,7 +142,7 @@ def main(argv=None) -> np.ndarray:
     args = parse_args(argv)
     backbone, mean, std = load_backbone(args.source, args.checkpoint)
     original = read_rgb(args.image)
-    height, width = input_size(*original.shape[:2], args.size)
+    height, width = input_size(*original.shape[:2], args.size, multiple=32)  # aspect kept, sides multiples of 32
     image = cv2.resize(original, (width, height), interpolation=cv2.INTER_AREA)
     maps = [m for m in attention_maps(backbone, image, mean, std) if m.is_self_attention]
     if not maps:

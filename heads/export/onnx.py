@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.export import ExportedProgram
 
+from .compare import max_abs_diffs
 from .program import export_program
 from .sizes import check_size, required_multiple
 from .wrappers import exportable
@@ -54,25 +55,11 @@ def run_onnx(model, x: torch.Tensor | np.ndarray) -> list[np.ndarray]:
     return session.run(None, {session.get_inputs()[0].name: x.astype(np.float32)})
 
 
-@torch.no_grad()
 def compare_onnx(path, model: nn.Module, sizes, seed: int = 0,
                  threads: int | None = None) -> dict[tuple[int, int], float]:
-    """{(h, w): max abs difference} between onnxruntime and PyTorch (eval mode) over all outputs, on a random
-    normal '1 3 h w' input per size. Sizes must be multiples of :func:`heads.export.required_multiple`; an
-    output whose shape differs from PyTorch's raises RuntimeError. ``threads``: onnxruntime's intra-op threads."""
-    module = exportable(model)
-    multiple = required_multiple(module)
+    """{(h, w): max abs difference} between onnxruntime and PyTorch (:func:`heads.export.max_abs_diffs`). Sizes
+    must be multiples of :func:`heads.export.required_multiple`. ``threads``: onnxruntime's intra-op threads."""
+    multiple = required_multiple(exportable(model))
     sizes = [check_size(size, multiple) for size in sizes]
-    session, generator, diffs = onnx_session(path, threads), torch.Generator().manual_seed(seed), {}
-    for size in sizes:
-        x = torch.randn(1, 3, *size, generator=generator)
-        param = next(module.parameters())
-        expected = module(x.to(param.device, param.dtype))
-        expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
-        got = run_onnx(session, x)
-        shapes = [tuple(e.shape) for e in expected], [g.shape for g in got]
-        if shapes[0] != shapes[1]:
-            raise RuntimeError(f"at input {size[0]}x{size[1]} ONNX output shapes {shapes[1]} differ from "
-                               f"PyTorch's {shapes[0]}")
-        diffs[size] = max(float(np.abs(e.float().cpu().numpy() - g).max()) for e, g in zip(expected, got))
-    return diffs
+    session = onnx_session(path, threads)
+    return max_abs_diffs(model, lambda x: run_onnx(session, x), sizes, seed)

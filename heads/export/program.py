@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.export import Dim, ExportedProgram
 
+from .compare import max_abs_diffs
 from .sizes import check_size, min_side, required_multiple
 from .wrappers import exportable
 
@@ -41,3 +42,9 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
     check_size(example_size, multiple, minimum)
     return torch.export.export(module, (example_input(module, example_size),),
                                dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+
+
+def compare_program(program: ExportedProgram, model: nn.Module, sizes, seed: int = 0) -> dict[tuple[int, int], float]:
+    """{(h, w): max abs difference} between the program's module and eager PyTorch
+    (:func:`heads.export.max_abs_diffs`)."""
+    return max_abs_diffs(model, program.module(), sizes, seed)
