@@ -3,19 +3,20 @@
 ``from_pretrained_hf(folder)`` reads ``config.json`` and ``model.safetensors`` (or ``pytorch_model.bin``) as
 written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``, builds our model from
 that config and loads the converted weights. The conversion is exact: HF's separate query/key/value
-Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does.
+Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does. ``config.json``
+is untrusted input: its fields are type-checked before use (:mod:`heads.hf_config`, :class:`HFConfigError`).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import torch
 
-from zoo.weights import CheckpointError, load_pretrained, read_state_dict
+from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
 from zoo.weights.rename import rename_keys
 
+from .hf_config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
 from .models import DepthEstimator, Segmentor
 from .registry import MODELS
 
@@ -60,43 +61,35 @@ def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
     return {k: v for k, v in out.items() if not (block_index.match(k) and int(block_index.match(k)[1]) >= num_blocks)}
 
 
-def model_config_from_hf(config: dict) -> dict:
-    """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict."""
-    if config.get('model_type') != 'dpt':
-        raise CheckpointError(f"not a DPT config (model_type={config.get('model_type')!r})")
-    if config.get('is_hybrid') or config.get('backbone_config') or config.get('backbone'):
-        raise CheckpointError("only DPT with a plain ViT backbone is supported (dpt-large, dpt-large-ade, base); "
-                              "hybrid and external backbones are not")
-    hidden = config['hidden_size']
-    backbone = dict(type='ZooBackbone', name='vit_base_patch16_224', img_size=config.get('image_size', 384),
-                    patch_size=config.get('patch_size', 16), embed_dim=hidden, depth=config['num_hidden_layers'],
-                    num_heads=config['num_attention_heads'], mlp_ratio=config['intermediate_size'] / hidden,
-                    qkv_bias=config.get('qkv_bias', True), norm_eps=config.get('layer_norm_eps', 1e-12),
-                    pos_interp='bilinear', pos_antialias=False, out_indices=list(config['backbone_out_indices']))
-    neck = dict(type='DPTNeck', readout=config.get('readout_type', 'project'),
-                hidden_channels=list(config['neck_hidden_sizes']), fusion_channels=config['fusion_hidden_size'],
-                fusion_batch_norm=config.get('use_batch_norm_in_fusion_residual', False),
-                fusion_bias=config.get('use_bias_in_fusion_residual'))
-    factors = config.get('reassemble_factors', [4, 2, 1, 0.5])
-    neck['out_strides'] = [int(config.get('patch_size', 16) / f) for f in factors]
+def model_config_from_hf(config: dict, source='config.json') -> dict:
+    """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict; every field used is
+    checked first (:func:`heads.hf_config.hf_dpt_fields`, errors name ``source``), and the result holds only
+    numbers, booleans, None and identifiers (:func:`heads.hf_config.check_literal`)."""
+    f = hf_dpt_fields(config, source)
+    hidden, fusion = f['hidden_size'], f['fusion_hidden_size']
+    backbone = dict(type='ZooBackbone', name='vit_base_patch16_224', img_size=f['image_size'],
+                    patch_size=f['patch_size'], embed_dim=hidden, depth=f['num_hidden_layers'],
+                    num_heads=f['num_attention_heads'], mlp_ratio=f['intermediate_size'] / hidden,
+                    qkv_bias=f['qkv_bias'], norm_eps=f['layer_norm_eps'], pos_interp='bilinear',
+                    pos_antialias=False, out_indices=f['backbone_out_indices'])
+    neck = dict(type='DPTNeck', readout=f['readout_type'], hidden_channels=f['neck_hidden_sizes'],
+                fusion_channels=fusion, fusion_batch_norm=f['use_batch_norm_in_fusion_residual'],
+                fusion_bias=f['use_bias_in_fusion_residual'],
+                out_strides=[int(f['patch_size'] / factor) for factor in f['reassemble_factors']])
     preprocessor = dict(type='DensePreprocessor', mean=HF_MEAN, std=HF_STD, size_divisor=32)
-    architecture = (config.get('architectures') or ['DPTForDepthEstimation'])[0]
-    fusion = config['fusion_hidden_size']
-    if architecture == 'DPTForSemanticSegmentation':
-        num_classes = len(config.get('id2label', {})) or config.get('num_labels', 150)
-        head = dict(type='DPTSegHead', num_classes=num_classes, in_channels=fusion,
-                    dropout=config.get('semantic_classifier_dropout', 0.1))
-        aux = dict(type='DPTSegHead', num_classes=num_classes, in_channels=fusion, upsample=False) \
-            if config.get('use_auxiliary_head', True) else None
-        return dict(type='Segmentor', backbone=backbone, neck=neck, decode_head=head, auxiliary_head=aux,
-                    aux_weight=config.get('auxiliary_loss_weight', 0.4), data_preprocessor=preprocessor)
-    if architecture == 'DPTForDepthEstimation':
-        head = dict(type='DPTDepthHead', in_channels=fusion, mode='relative',
-                    projection=config.get('add_projection', False))
-        return dict(type='DepthEstimator', backbone=backbone, neck=neck, decode_head=head,
-                    data_preprocessor=preprocessor)
-    raise CheckpointError(f"unsupported DPT architecture {architecture!r}: expected DPTForSemanticSegmentation "
-                          f"or DPTForDepthEstimation")
+    if f['architecture'] == 'DPTForSemanticSegmentation':
+        head = dict(type='DPTSegHead', num_classes=f['num_classes'], in_channels=fusion,
+                    dropout=f['semantic_classifier_dropout'])
+        aux = dict(type='DPTSegHead', num_classes=f['num_classes'], in_channels=fusion, upsample=False) \
+            if f['use_auxiliary_head'] else None
+        model = dict(type='Segmentor', backbone=backbone, neck=neck, decode_head=head, auxiliary_head=aux,
+                     aux_weight=f['auxiliary_loss_weight'], data_preprocessor=preprocessor)
+    else:
+        head = dict(type='DPTDepthHead', in_channels=fusion, mode='relative', projection=f['add_projection'])
+        model = dict(type='DepthEstimator', backbone=backbone, neck=neck, decode_head=head,
+                     data_preprocessor=preprocessor)
+    check_literal(model)
+    return model
 
 
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
@@ -105,7 +98,7 @@ def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     config_file = folder / 'config.json'
     if not config_file.is_file():
         raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
-    model_cfg = model_config_from_hf(json.loads(config_file.read_text()))
+    model_cfg = model_config_from_hf(read_config_json(config_file), config_file)
     model = MODELS.build(model_cfg)
     state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
     load_pretrained(model, state, format='zoo')

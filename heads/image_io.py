@@ -1,10 +1,65 @@
-"""Reading images and computing resize targets, with errors that name the file."""
+"""Reading images and computing resize targets, with errors that name the file.
+
+Every image and annotation map is decoded by :func:`decode`: a missing file, undecodable bytes and a JPEG
+whose data ends before its end marker (libjpeg would fill the missing rows with grey and only print a
+warning without the file name) are errors naming the file (:class:`ImageError`).
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+_JPEG = b'\xff\xd8\xff'
+_STANDALONE = {0x01, *range(0xD0, 0xD9)}  # TEM, RSTn, SOI: markers without a length field
+
+
+class ImageError(ValueError):
+    """An image or annotation map that cannot be used; the message names the file and what is wrong."""
+
+
+def jpeg_truncated(data: bytes) -> bool:
+    """Whether JPEG ``data`` ends before its end-of-image marker: the header segments are walked by their
+    lengths (so an EXIF thumbnail's own markers are skipped) up to the start of the scan; the entropy-coded data
+    after it cannot contain 0xFFD9 except as the end marker (0xFF bytes are stuffed as 0xFF00)."""
+    position = 2
+    while position + 4 <= len(data):
+        if data[position] != 0xFF:
+            return True  # a segment should start here: the header is damaged
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+        elif marker in _STANDALONE:
+            position += 2
+        elif marker == 0xD9:
+            return False  # an image without scan data: the decoder judges it
+        else:
+            length = int.from_bytes(data[position + 2:position + 4], 'big')
+            if marker == 0xDA:  # start of scan
+                return b'\xff\xd9' not in data[position + 2 + length:]
+            position += 2 + length
+    return True
+
+
+def decode(path, flags: int, what: str = 'image') -> np.ndarray:
+    """``cv2.imread(path, flags)``, or an :class:`ImageError` (``FileNotFoundError`` for a missing file) that
+    names the file: undecodable, or a truncated JPEG."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+    with open(path, 'rb') as f:
+        head = f.read(3)
+    if head == _JPEG and jpeg_truncated(path.read_bytes()):
+        raise ImageError(f"cannot decode {what} {path}: the file is corrupt or truncated: its JPEG data ends "
+                         f"before the end marker (e.g. a copy cut short), so rows would be missing. Copy it again")
+    try:
+        array = cv2.imread(str(path), flags)
+    except cv2.error as err:
+        raise ImageError(f"cannot decode {what} {path}: {str(err).strip().splitlines()[-1]}") from err
+    if array is None:
+        raise ImageError(f"cannot decode {what} {path}: the file is corrupt, truncated or not an image")
+    return array
 
 
 def read_rgb(path) -> np.ndarray:
@@ -16,16 +71,11 @@ def read_rgb(path) -> np.ndarray:
     - the EXIF orientation of JPEGs is applied (as cv2 and PIL viewers show them);
     - floating-point images (EXR, float TIFF) are refused, since their range is unknown.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"image {path} does not exist")
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
-    if image is None:
-        raise ValueError(f"cannot decode image {path}: the file is corrupt, truncated or not an image")
+    image = decode(path, cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH)
     if image.dtype == np.uint16:
         image = ((image.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
     elif image.dtype != np.uint8:
-        raise ValueError(f"image {path} has {image.dtype} pixels: only 8- and 16-bit integer images are read; "
+        raise ImageError(f"image {path} has {image.dtype} pixels: only 8- and 16-bit integer images are read; "
                          f"convert it to an 8-bit PNG/JPEG with the intensity range you want")
     return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
@@ -33,7 +83,7 @@ def read_rgb(path) -> np.ndarray:
 def check_rgb(image: np.ndarray, name: str = 'image') -> np.ndarray:
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         desc = f"{image.dtype} array of shape {image.shape}" if isinstance(image, np.ndarray) else type(image).__name__
-        raise ValueError(f"{name} must be an RGB uint8 array of shape (H, W, 3), got a {desc}")
+        raise ImageError(f"{name} must be an RGB uint8 array of shape (H, W, 3), got a {desc}")
     return image
 
 

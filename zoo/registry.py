@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from torch import nn
 
+from .option_types import OptionTypeError, wrong_types
+
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 HALF_MEAN, HALF_STD = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
 
@@ -31,6 +33,9 @@ class Variant:
         if unknown:
             raise TypeError(f"{self.name} ({cls.__name__}) does not accept {unknown}; "
                             f"accepted options: {sorted(accepted)}")
+        wrong = wrong_types(cls, overrides)
+        if wrong:
+            raise OptionTypeError(f"{self.name} ({cls.__name__}): " + '; '.join(f"option {k} {why}" for k, why in wrong))
         model = cls(**kwargs)
         model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std,
                                 'input_size': self.input_size}

@@ -1,19 +1,36 @@
-"""Config keys that no component accepts, found before anything is built, named by their dotted path."""
+"""Config mistakes found before anything is built, each named by its dotted key: a key no component accepts
+(hooks included), a value of the wrong type (checked against the component's ``__init__`` annotations; backbone
+options against the backbone class), and a ``type`` no registry knows."""
 from __future__ import annotations
 
+import difflib
 import inspect
 
 import mmengine.registry as mmengine_registries
+from mmengine.hooks import CheckpointHook
 from mmengine.registry import Registry
+
+from zoo.option_types import wrong_types
+from zoo.registry import get_variant
 
 from .. import registry as our_registries
 
 #: Keys that mmengine's builders take out of a component's dict before calling the class.
 CONSUMED_BY_BUILDERS = frozenset({'type', '_scope_', 'priority', 'constructor', 'paramwise_cfg'})
+#: Classes whose ``**kwargs`` go somewhere known rather than to their base, with the keys accepted there.
+#: CheckpointHook hands them to ``Runner.save_checkpoint``, whose every argument it already passes itself.
+KWARGS_ACCEPTED = {CheckpointHook: frozenset()}
+#: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (the rest go to the class).
+BACKBONE_TYPES = ('ZooBackbone', 'heads.ZooBackbone')
+FACTORY_KEYS = frozenset({'name', 'pretrained', 'out_indices', 'grad_checkpointing'})
 
 
 class ConfigKeyError(TypeError):
     """A config key that the component it configures does not accept."""
+
+
+class ConfigTypeError(TypeError):
+    """A config value of a type its component does not take, or a ``type`` that no registry knows."""
 
 
 def _registries() -> list[Registry]:
@@ -21,17 +38,33 @@ def _registries() -> list[Registry]:
     return [r for r in found if isinstance(r, Registry)]
 
 
-def _component(type_) -> type | None:
-    if inspect.isclass(type_):
+def _registered(type_):
+    """What ``type_`` names in any registry (a class or a function); None when no registry has it."""
+    if not isinstance(type_, str):
         return type_
     for registry in _registries():
         try:
             found = registry.get(type_)
         except Exception:  # a registry whose lazy imports fail for this name: not ours to judge
             continue
-        if inspect.isclass(found):
+        if found is not None:
             return found
     return None
+
+
+def _component(type_) -> type | None:
+    found = _registered(type_)
+    return found if inspect.isclass(found) else None
+
+
+def _known_names() -> set[str]:
+    names: set[str] = set()
+    stack = _registries()
+    while stack:
+        registry = stack.pop()
+        names |= set(registry.module_dict)
+        stack.extend(registry._children.values())
+    return names
 
 
 def accepted_keys(cls: type) -> set[str] | None:
@@ -48,6 +81,8 @@ def accepted_keys(cls: type) -> set[str] | None:
         keys |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             return keys
+        if klass in KWARGS_ACCEPTED:
+            return keys | KWARGS_ACCEPTED[klass]
         try:
             source = inspect.getsource(init)
         except (OSError, TypeError):
@@ -57,21 +92,62 @@ def accepted_keys(cls: type) -> set[str] | None:
     return keys
 
 
+def _dotted(path: str, key) -> str:
+    return f'{path}.{key}' if path else str(key)
+
+
+def _check_unknown_type(tree: dict, path: str) -> None:
+    type_ = tree['type']
+    if not isinstance(type_, str) or _registered(type_) is not None:
+        return
+    close = difflib.get_close_matches(type_.split('.')[-1], sorted(_known_names()), n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise ConfigTypeError(f"config key {_dotted(path, 'type')}: {type_!r} is not a registered type. {hint}Check its "
+                          f"spelling, or import the module that registers it (custom_imports)")
+
+
+def _check_types(cls, options: dict, path: str, owner: str) -> None:
+    wrong = wrong_types(cls, options)
+    if wrong:
+        where = '; '.join(f"config key {_dotted(path, k)}: {owner} {why}" for k, why in wrong)
+        raise ConfigTypeError(f"{where}. Fix the value (numbers without quotes, sequences in brackets)")
+
+
+def _check_backbone(tree: dict, path: str) -> None:
+    """A zoo backbone's options against its class's annotations (its key names are checked by the factory,
+    which lists the accepted ones); an unknown name is the factory's error too."""
+    try:
+        variant = get_variant(tree.get('name'))
+    except Exception:
+        return
+    cls = variant.classes['backbone']
+    options = {k: v for k, v in tree.items() if k not in FACTORY_KEYS | CONSUMED_BY_BUILDERS}
+    _check_types(cls, options, path, f"{variant.name} ({cls.__name__})")
+
+
 def check_config_keys(tree, path: str = '') -> None:
     """Raise :class:`ConfigKeyError` for the first component dict (one with a 'type') holding a key its class
-    does not accept; the message gives the key's dotted path and the accepted keys."""
+    does not accept, and :class:`ConfigTypeError` for a value its annotation rules out or a 'type' no registry
+    has; the message gives the key's dotted path (and the accepted keys, the expected type or close names)."""
     if isinstance(tree, dict):
+        if 'type' in tree:
+            _check_unknown_type(tree, path)
         cls = _component(tree['type']) if 'type' in tree else None
         accepted = accepted_keys(cls) if cls is not None else None
         if accepted is not None:
             unknown = sorted(k for k in tree if k not in accepted | CONSUMED_BY_BUILDERS)
             if unknown:
-                where = ', '.join(f'{path}.{k}' if path else k for k in unknown)
+                where = ', '.join(_dotted(path, k) for k in unknown)
                 raise ConfigKeyError(
                     f"config key {where} is not accepted by {cls.__name__} ({inspect.getmodule(cls).__name__}); "
                     f"it accepts: {', '.join(sorted(accepted - {'self'}))}. Remove it or fix its spelling")
+        if cls is not None:
+            _check_types(cls, {k: v for k, v in tree.items() if k not in CONSUMED_BY_BUILDERS}, path,
+                         f"{cls.__name__} ({inspect.getmodule(cls).__name__})")
+        elif tree.get('type') in BACKBONE_TYPES:
+            _check_backbone(tree, path)
         for key, value in tree.items():
-            check_config_keys(value, f'{path}.{key}' if path else str(key))
+            check_config_keys(value, _dotted(path, key))
     elif isinstance(tree, (list, tuple)):
         for index, value in enumerate(tree):
             check_config_keys(value, f'{path}.{index}')

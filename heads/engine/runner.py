@@ -1,84 +1,216 @@
-"""mmengine's Runner with checkpoints that survive a kill and load safely.
+"""mmengine's Runner with checkpoints that survive a kill or a full disk, and that load safely and strictly.
 
-- Writes are atomic: a checkpoint is written to ``<name>.partial``, flushed to disk and renamed, so a kill at
-  any moment leaves either the previous files or the new one, never a truncated checkpoint.
-- ``--resume`` (no file given) takes the newest complete checkpoint of the work dir: the one ``last_checkpoint``
-  names when it is whole, else the highest-numbered ``iter_*.pth`` / ``epoch_*.pth`` that is.
-- Reading goes through :func:`zoo.weights.io.read_file`: weights-only unpickling (a pickle that would run code
-  is refused, saying so), errors that name the file, and ``.safetensors`` weights for ``load_from``.
+- Writes are atomic: a checkpoint is written to ``<name>.partial``, flushed to disk and renamed, then its SHA-256
+  is written beside it (``<name>.sha256``), so a kill at any moment leaves either the previous files or the new
+  one, never a truncated checkpoint. An old checkpoint (``max_keep_ckpts``, ``save_best``) is deleted only once
+  its successor is complete (:class:`~heads.engine.checkpoint_hook.KeepUntilReplacedCheckpointHook`).
+- A full disk removes the ``.partial`` and stops with :class:`DiskFullError`, saying which checkpoint is kept.
+- ``--resume`` (no file given) takes the newest complete checkpoint of the work dir: the highest-numbered
+  ``iter_*.pth`` / ``epoch_*.pth`` whose content matches its checksum (without a checksum: that reads whole),
+  falling back past damaged ones; ``.partial`` files left by a kill are removed first.
+- Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
+  unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
+  ``.safetensors`` weights for ``load_from``.
+- ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
+  keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
 """
 from __future__ import annotations
 
+import errno
 import re
 import zipfile
 from pathlib import Path
 
 from mmengine.dist import is_main_process
+from mmengine.hooks import CheckpointHook
 from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
-from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
-from zoo.weights.io import CheckpointError, read_file, resolve_weight_file
+from zoo.weights import CheckpointMismatchError, load_pretrained
+from zoo.weights.checksum import checksum_mismatch, sidecar
+from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
 from ..durable import replace_durably
+from .checkpoint_hook import KeepUntilReplacedCheckpointHook
+from .console import show_essentials_on_console
+from .class_count import more_classes_message
 
 PARTIAL_SUFFIX = '.partial'
-_NUMBERED = re.compile(r'(?:iter|epoch)_(\d+)\.pth$')
+_NUMBERED = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
+#: The config switch that lets ``load_from`` load only the tensors that fit the model.
+PARTIAL_SWITCH = 'load_from_partial'
+
+
+class DiskFullError(OSError):
+    """No space left while writing a checkpoint; the message says what was removed and what is kept."""
+
+
+def incomplete_reason(path: Path) -> str | None:
+    """None when ``path`` is a whole checkpoint: its content matches the checksum written after it or, without
+    one (older or foreign files), it unzips and reads; else why not."""
+    if not path.is_file():
+        return "it does not exist"
+    damaged = checksum_mismatch(path)
+    if damaged:
+        return damaged
+    if sidecar(path).is_file():
+        return None
+    if not zipfile.is_zipfile(path):
+        return "it is truncated or not a torch checkpoint"
+    try:
+        read_file(path)
+    except (CheckpointError, OSError) as err:
+        return str(err)
+    return None
 
 
 def is_complete(path: Path) -> bool:
-    """Whether ``path`` is a whole torch checkpoint (its zip directory, written last, is readable)."""
-    return path.is_file() and zipfile.is_zipfile(path)
+    """Whether ``path`` is a whole torch checkpoint (see :func:`incomplete_reason`)."""
+    return incomplete_reason(Path(path)) is None
 
 
-def latest_complete_checkpoint(work_dir) -> Path | None:
-    """The checkpoint to resume from: ``last_checkpoint``'s target if complete, else the newest complete
-    numbered one in ``work_dir``; None when there is none."""
+def checkpoint_candidates(work_dir) -> list[Path]:
+    """The work dir's checkpoints, newest first: numbered ones by their number (a kill between the rename and
+    mmengine's ``last_checkpoint`` update leaves that file naming an older one), and a differently named
+    ``last_checkpoint`` target before them."""
     work_dir = Path(work_dir)
-    pointer = work_dir / 'last_checkpoint'  # written in place by mmengine: trusted only when it names a whole file
+    numbered = sorted((int(m.group(1)), p) for p in work_dir.glob('*.pth') if (m := _NUMBERED.match(p.name)))
+    candidates = [p for _, p in reversed(numbered)]
+    pointer = work_dir / 'last_checkpoint'  # written in place by mmengine: a hint, never trusted alone
     named = pointer.read_text().strip() if pointer.is_file() else ''
-    if named and is_complete(Path(named)):
-        return Path(named)
-    numbered = sorted((int(m.group(1)), p) for p in work_dir.glob('*.pth') if (m := _NUMBERED.search(p.name)))
-    return next((p for _, p in reversed(numbered) if is_complete(p)), None)
+    if named and '://' not in named and not _NUMBERED.match(Path(named).name) and Path(named).is_file():
+        candidates.insert(0, Path(named))
+    return candidates
+
+
+def latest_complete_checkpoint(work_dir, skipped: list[str] | None = None) -> Path | None:
+    """The checkpoint to resume from: the first complete one of :func:`checkpoint_candidates`; None when there is
+    none. ``skipped`` collects a line per checkpoint passed over, with the reason."""
+    for path in checkpoint_candidates(work_dir):
+        reason = incomplete_reason(path)
+        if reason is None:
+            return path
+        if skipped is not None:
+            skipped.append(f"{path.name}: {reason}")
+    return None
+
+
+def remove_partials(work_dir) -> list[Path]:
+    """Delete the ``.partial`` files an interrupted write left in ``work_dir`` (never complete); returns them."""
+    stale = sorted(p for p in Path(work_dir).glob(f'*{PARTIAL_SUFFIX}*')
+                   if p.is_file() and p.name.endswith((PARTIAL_SUFFIX, sidecar(PARTIAL_SUFFIX).name)))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 class ZooRunner(Runner):
-    """:class:`mmengine.runner.Runner` with atomic checkpoint writes and safe, explained checkpoint reads."""
+    """:class:`mmengine.runner.Runner` with durable checkpoint writes and safe, strict, explained reads (see the
+    module docstring)."""
+
+    def build_logger(self, *args, **kwargs):
+        logger = super().build_logger(*args, **kwargs)
+        show_essentials_on_console(logger)  # the environment, config and hook table go to the log file only
+        return logger
+
+    # ------------------------------------------------------------------------------------------- writing
+    def register_default_hooks(self, hooks=None) -> None:
+        hooks = dict(hooks or {})
+        checkpoint = hooks.get('checkpoint', dict(type='CheckpointHook', interval=1))
+        if isinstance(checkpoint, dict) and checkpoint.get('type') in ('CheckpointHook', CheckpointHook):
+            hooks['checkpoint'] = {**checkpoint, 'type': KeepUntilReplacedCheckpointHook}
+        super().register_default_hooks(hooks)
 
     def save_checkpoint(self, out_dir, filename, *args, **kwargs):
-        local = '://' not in str(out_dir)
-        super().save_checkpoint(out_dir, filename + PARTIAL_SUFFIX if local else filename, *args, **kwargs)
-        if local and is_main_process():
-            replace_durably(Path(out_dir) / (filename + PARTIAL_SUFFIX), Path(out_dir) / filename)
+        if '://' in str(out_dir):  # a remote store: mmengine's writer, no rename to make atomic
+            return super().save_checkpoint(out_dir, filename, *args, **kwargs)
+        partial, final = Path(out_dir) / (filename + PARTIAL_SUFFIX), Path(out_dir) / filename
+        try:
+            super().save_checkpoint(out_dir, partial.name, *args, **kwargs)
+            if is_main_process():
+                replace_durably(partial, final, checksum=True)
+        except OSError as err:
+            if is_main_process():
+                partial.unlink(missing_ok=True)
+                sidecar(partial).unlink(missing_ok=True)
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(err.errno, self._disk_full_message(final)) from err
+            raise
 
+    def _disk_full_message(self, final: Path) -> str:
+        kept = latest_complete_checkpoint(final.parent)
+        size = f" (the last one took {kept.stat().st_size / 2 ** 20:.1f} MiB)" if kept else ''
+        keeps = (f"kept: {kept} and every checkpoint before it" if kept
+                 else "no earlier checkpoint exists; nothing else was written")
+        return (f"disk full: no space left on the device of {final.parent} while writing checkpoint {final.name}; "
+                f"removed its incomplete {final.name}{PARTIAL_SUFFIX}, {keeps}. Free space there{size} and "
+                f"continue with --resume")
+
+    # ------------------------------------------------------------------------------------------- training
+    def train(self):
+        if self._train_loop is not None:  # else mmengine's own error
+            message = more_classes_message(self.model, self.train_loop.dataloader.dataset)
+            if message:
+                self.logger.warning(message)
+        return super().train()
+
+    # ------------------------------------------------------------------------------------------- reading
     def load_or_resume(self) -> None:
         if self._resume and self._load_from is None and not self._has_loaded:
-            latest = latest_complete_checkpoint(self.work_dir)
+            if is_main_process():
+                stale = remove_partials(self.work_dir)
+                if stale:
+                    self.logger.info(f"--resume: removed {len(stale)} incomplete file(s) an interrupted write "
+                                     f"left: {', '.join(p.name for p in stale)}")
+            skipped: list[str] = []
+            latest = latest_complete_checkpoint(self.work_dir, skipped)
+            for line in skipped:
+                self.logger.warning(f"--resume: skipping {line}")
             if latest is None:
                 self.logger.warning(f"--resume: no complete checkpoint in {self.work_dir}; training from the start")
                 self._resume = False
             else:
+                self.logger.info(f"--resume: resuming from {latest}, the newest complete checkpoint")
                 self._load_from = str(latest)
         super().load_or_resume()
 
     def resume(self, filename, *args, **kwargs):
+        check_local(filename)
         if str(filename).endswith('.safetensors'):
             raise CheckpointError(
                 f"cannot resume from {filename}: a .safetensors file holds weights only, while resuming needs "
                 f"the optimizer, scheduler and iteration of a training checkpoint (.pth written by training); "
                 f"to start a new run from these weights, pass it as load_from instead")
-        return super().resume(filename, *args, **kwargs)
+        self._resuming = True
+        try:
+            return super().resume(filename, *args, **kwargs)
+        finally:
+            self._resuming = False
 
     def load_checkpoint(self, filename, map_location='cpu', strict=False, revise_keys=((r'^module.', ''),)):
-        if '://' in str(filename):  # URLs and mmengine's schemes: mmengine's loaders
-            return super().load_checkpoint(filename, map_location, strict, list(revise_keys))
-        checkpoint = dict(read_file(resolve_weight_file(Path(filename))))
+        path = resolve_weight_file(filename)  # refuses URLs: nothing is downloaded at run time
+        checkpoint = dict(read_file(path))
         if 'state_dict' not in checkpoint:  # a bare state dict (e.g. .safetensors)
             checkpoint = {'state_dict': checkpoint}
         self.call_hook('after_load_checkpoint', checkpoint=checkpoint)
         model = self.model.module if is_model_wrapper(self.model) else self.model
-        checkpoint = _load_checkpoint_to_model(model, checkpoint, strict, revise_keys=list(revise_keys))
+        state = dict(checkpoint['state_dict'])
+        for pattern, replacement in revise_keys:
+            state = {re.sub(pattern, replacement, k): v for k, v in state.items()}
+        resuming = getattr(self, '_resuming', False)
+        partial = not resuming and bool(self.cfg.get(PARTIAL_SWITCH, False))
+        try:
+            report = load_pretrained(model, state, format='zoo', strict=not partial, name=str(path))
+        except CheckpointMismatchError as err:
+            hint = ("resume with the config this checkpoint was trained with" if resuming else
+                    f"to start from the tensors that fit and leave the rest at their initialisation, set "
+                    f"{PARTIAL_SWITCH}=True in the config (--cfg-options {PARTIAL_SWITCH}=True)")
+            raise CheckpointMismatchError(f"{'--resume' if resuming else 'load_from'}: {err}\n{hint}") from None
+        left = report.missing + report.mismatched
+        if partial and (left or report.unexpected):
+            self.logger.warning(f"load_from: partial load of {path} ({PARTIAL_SWITCH}=True): left at their "
+                                f"initialisation {left[:12]}{' ...' if len(left) > 12 else ''}; not in the model "
+                                f"{report.unexpected[:12]}{' ...' if len(report.unexpected) > 12 else ''}")
         self._has_loaded = True
-        self.logger.info(f'Load checkpoint from {filename}')
+        self.logger.info(f'Load checkpoint from {path}')
         return checkpoint

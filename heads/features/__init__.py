@@ -9,8 +9,8 @@
 from .hashing import weights_hash
 from .preprocess import input_size, preprocess, size_multiple
 from .sources import ImageEntry, coco_images, folder_images
-from .store import FeatureStore
+from .store import FeatureStore, FeatureStoreError
 from .writer import ExportSettingsError, ExportSummary, export_features, level_names
 
-__all__ = ['ExportSettingsError', 'ExportSummary', 'FeatureStore', 'ImageEntry', 'coco_images', 'export_features',
-           'folder_images', 'input_size', 'level_names', 'preprocess', 'size_multiple', 'weights_hash']
+__all__ = ['ExportSettingsError', 'ExportSummary', 'FeatureStore', 'FeatureStoreError', 'ImageEntry', 'coco_images',
+           'export_features', 'folder_images', 'input_size', 'level_names', 'preprocess', 'size_multiple', 'weights_hash']

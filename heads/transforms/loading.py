@@ -5,12 +5,10 @@ Both keep arrays that an in-memory dataset already put in the data info ('img', 
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import cv2
 import numpy as np
 
-from ..image_io import check_rgb, read_rgb
+from ..image_io import ImageError, check_rgb, decode, read_rgb
 from ..registry import TRANSFORMS
 from .base import DenseTransform
 
@@ -29,12 +27,7 @@ def _add_field(results: dict, key: str) -> None:
 
 def read_unchanged(path, what: str) -> np.ndarray:
     """A file decoded with cv2.IMREAD_UNCHANGED (bit depth and channels as stored); errors name the file."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{what} {path} does not exist")
-    array = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
-    if array is None:
-        raise ValueError(f"cannot decode {what} {path}: the file is corrupt, truncated or not an image")
-    return array
+    return decode(path, cv2.IMREAD_UNCHANGED, what)
 
 
 def _check_same_size(array: np.ndarray, path, results: dict, what: str) -> None:
@@ -44,7 +37,7 @@ def _check_same_size(array: np.ndarray, path, results: dict, what: str) -> None:
     if shape is not None and tuple(array.shape[:2]) != tuple(shape[:2]):
         (h, w), (img_h, img_w) = array.shape[:2], shape[:2]
         source = f"{what} {path}" if path is not None else f"in-memory {what} (from the data info)"
-        raise ValueError(f"{source} is {h}x{w} (h x w) but its image {results.get('img_path')} is "
+        raise ImageError(f"{source} is {h}x{w} (h x w) but its image {results.get('img_path')} is "
                          f"{img_h}x{img_w}: they must have the same size; check that the two files belong "
                          f"together (same stem) and that neither was resized")
 
@@ -55,7 +48,7 @@ def _as_8bit_labels(raw: np.ndarray, path) -> np.ndarray:
         return raw.astype(np.uint8)
     if raw.dtype != np.uint8:
         largest = f" (largest value {raw.max()})" if raw.dtype.kind in 'iu' else ''
-        raise ValueError(f"label map {path} is {raw.dtype}{largest}; a label map holds class ids 0..255 in an "
+        raise ImageError(f"label map {path} is {raw.dtype}{largest}; a label map holds class ids 0..255 in an "
                          f"8-bit PNG (or a 16-bit one whose values fit in 0..255)")
     return raw
 
@@ -67,7 +60,7 @@ def _check_label_range(labels: np.ndarray, num_classes: int | None, path) -> Non
     present = np.flatnonzero(np.bincount(labels.ravel(), minlength=256))
     bad = present[(present >= num_classes) & (present != IGNORE_INDEX)]
     if bad.size:
-        raise ValueError(f"label map {path} has values {bad.tolist()} (after the dataset's label_map and "
+        raise ImageError(f"label map {path} has values {bad.tolist()} (after the dataset's label_map and "
                          f"reduce_zero_label) outside the {num_classes} classes 0..{num_classes - 1} that are not "
                          f"the ignore index {IGNORE_INDEX}; map them with the dataset's label_map (e.g. "
                          f"{{{int(bad[0])}: {IGNORE_INDEX}}} to ignore them) or give the dataset all its classes")
@@ -156,7 +149,7 @@ class LoadAnnotations(DenseTransform):
                            "'gt_seg_map'); use seg=False for a dataset without label maps")
         raw = read_unchanged(path, 'label map')
         if raw.ndim == 3:
-            raise ValueError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
+            raise ImageError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
                              f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
                              f"colour-coded labels to class indices (a palette PNG must be saved as "
                              f"grayscale indices, since OpenCV expands palettes to colours)")
@@ -174,7 +167,7 @@ class LoadAnnotations(DenseTransform):
                            "'gt_depth'); use depth=False for a dataset without depth maps")
         raw = read_unchanged(path, 'depth map')
         if raw.ndim != 2 or raw.dtype not in (np.uint8, np.uint16):
-            raise ValueError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
+            raise ImageError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
                              f"be a single-channel 16-bit (or 8-bit) PNG of raw depth values")
         _check_same_size(raw, path, results, 'depth map')
         invalid = np.isin(raw, list(results.get('depth_invalid', DEFAULT_DEPTH_INVALID)))

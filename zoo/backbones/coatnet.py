@@ -207,7 +207,7 @@ class CoAtNetEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'pre_logits.', 'head.')
 
-    def __init__(self, img_size=224, in_chans: int = 3, embed_dims=(96, 192, 384, 768), depths=(2, 3, 5, 2),
+    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(96, 192, 384, 768), depths=(2, 3, 5, 2),
                  stem_widths=(64, 64), block_types: str = 'CCTT', act: str = 'gelu', expand_from_input: bool = False,
                  pre_act: bool = False, stride_mode: str = 'dw', conv_bias: bool = True, se_early: bool = False,
                  se_act: str = 'silu', pool: str = 'avg2', expand_first: bool = True, shortcut_bias: bool = True,
@@ -238,10 +238,14 @@ class CoAtNetEncoder(nn.Module):
             in_dim = embed_dims[i]
         self.widths = [stem_widths[-1], *self.embed_dims]
         self.strides = [2 ** (i + 1) for i in range(len(self.widths))]  # 2, 4, 8, 16, 32
+        self.in_chans = in_chans
+        self.min_input_size = self.strides[len(self.stages)]  # the last built stage's map is >= 1x1
         self.apply(_init_weights)
 
     def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
         """'b c H W' -> [stem 'b c0 H/2 W/2', stage maps 'b ci H/2^(i+1) W/2^(i+1)' ...] (channels-last)."""
+        from .inputs import check_images  # here, not at the top: the imports above are being reworked
+        check_images(self, x)
         x = self.stem(x.contiguous(memory_format=torch.channels_last))
         maps = [x]
         for stage in self.stages:

@@ -122,7 +122,7 @@ class CrossViTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
-    def __init__(self, img_size=240, in_chans: int = 3, patch_sizes=(12, 16), img_scales=(1.0, 224 / 240),
+    def __init__(self, img_size: int | tuple[int, int] = 240, in_chans: int = 3, patch_sizes=(12, 16), img_scales=(1.0, 224 / 240),
                  embed_dims=(192, 384), depths=((1, 4, 0),) * 3, num_heads=(6, 6), mlp_ratios=(4.0, 4.0),
                  multi_conv: bool = False, qkv_bias: bool = True, norm_eps: float = 1e-6, drop_rate: float = 0.0,
                  attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, num_blocks: int | None = None):
@@ -144,8 +144,19 @@ class CrossViTEncoder(nn.Module):
             for k in range(len(depths) if num_blocks is None else num_blocks))
         self.apply(init_linear)
 
+    @property
+    def in_chans(self) -> int:
+        return self.branches[0].patch_embed.in_chans
+
+    @property
+    def min_input_size(self) -> int:
+        """The smallest input side: the largest patch (a smaller image has no content for a token)."""
+        return max(branch.patch_embed.patch_size for branch in self.branches)
+
     def forward_blocks(self, x: torch.Tensor, keep=None):
         """({block index: per branch 'b (1 + h w) d'} for the blocks in ``keep`` (default all), [per branch grid])."""
+        from .inputs import check_images  # here, not at the top: the imports above are being reworked
+        check_images(self, x)
         embedded = [branch(x) for branch in self.branches]
         xs = [self.pos_drop(tokens) for tokens, _ in embedded]
         grids = [grid for _, grid in embedded]

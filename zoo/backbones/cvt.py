@@ -21,6 +21,7 @@ from torch import nn
 
 from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, QuickGELU, init_linear
 from ..registry import register_variant
+from .inputs import check_images
 from .common import tap_indices
 
 # Conv token embedding of each stage: (kernel, stride, padding).
@@ -62,7 +63,7 @@ class CvTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
-    def __init__(self, img_size=224, in_chans: int = 3, embed_dims=(64, 192, 384), depths=(1, 2, 10),
+    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(64, 192, 384), depths=(1, 2, 10),
                  num_heads=(1, 3, 6), mlp_ratio: float = 4.0, qkv_bias: bool = True, act: str = 'gelu',
                  norm_eps: float = 1e-5, drop_rate: float = 0.0, attn_drop_rate: float = 0.0,
                  drop_path_rate: float = 0.1, num_stages: int = 3):
@@ -77,10 +78,13 @@ class CvTEncoder(nn.Module):
                      drop=drop_rate, attn_drop=attn_drop_rate, drop_path_rate=stage_rates[i])
             for i in range(num_stages))
         self.strides = [4 * 2 ** i for i in range(num_stages)]  # 4, 8, 16 (exact for sizes divisible by them)
+        self.in_chans = in_chans
+        self.min_input_size = self.strides[-1]  # the last stage's map is at least 1x1
         self.apply(init_linear)
 
     def forward_stages(self, x: torch.Tensor):
         """Per stage: map 'b d h w' and prefix tokens 'b p d' (p = 0 but in the last stage)."""
+        check_images(self, x)
         outputs = []
         for stage in self.stages:
             tokens, (h, w) = stage(x)

@@ -14,6 +14,7 @@ from torch import nn
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
+from .inputs import check_images
 
 
 def default_taps(depth: int) -> tuple[int, ...]:
@@ -33,7 +34,7 @@ class ViTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
 
-    def __init__(self, img_size=224, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, depth: int = 12,
+    def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, depth: int = 12,
                  num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
                  dist_token: bool = False, reg_tokens: int = 0, pos_embed: str = 'learned',
                  pos_embed_prefix: bool = True, pos_interp: str = 'bicubic', pos_antialias: bool = True,
@@ -41,7 +42,7 @@ class ViTEncoder(nn.Module):
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)
-        self.embed_dim, self.patch_size, self.depth = embed_dim, patch_size, depth
+        self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
         self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim)
         self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
@@ -64,6 +65,11 @@ class ViTEncoder(nn.Module):
         self.apply(init_linear)
 
     @property
+    def min_input_size(self) -> int:
+        """The smallest input side: one patch."""
+        return self.patch_size
+
+    @property
     def num_prefix_tokens(self) -> int:
         return len(self.prefix)
 
@@ -73,6 +79,7 @@ class ViTEncoder(nn.Module):
 
     def embed(self, x: torch.Tensor):
         """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
+        check_images(self, x)
         x, grid = self.patch_embed(x)
         if self.pos_embed is None:
             x = self.prefix(x)

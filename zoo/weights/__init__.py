@@ -1,6 +1,8 @@
 """Loading and converting checkpoints from other layouts (timm, HF transformers, official; mmseg comes later)."""
-from .io import CheckpointError, UnsafeCheckpointError, read_state_dict
+from .io import (CheckpointError, CorruptCheckpointError, NotACheckpointError, RemoteCheckpointError,
+                 UnsafeCheckpointError, read_state_dict)
 from .load import CheckpointMismatchError, LoadReport, load_pretrained
 
-__all__ = ['CheckpointError', 'CheckpointMismatchError', 'LoadReport', 'UnsafeCheckpointError', 'load_pretrained',
+__all__ = ['CheckpointError', 'CheckpointMismatchError', 'CorruptCheckpointError', 'LoadReport',
+           'NotACheckpointError', 'RemoteCheckpointError', 'UnsafeCheckpointError', 'load_pretrained',
            'read_state_dict']

@@ -25,6 +25,7 @@ class LoadReport:
     reinitialized: list[str] = field(default_factory=list)  # heads of another class count, left at init
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)     # same key, another shape: left at init (strict=False)
 
 
 def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list[str]:
@@ -50,12 +51,15 @@ def _listing(title: str, items: list[str], limit: int = 12) -> str:
     return f"\n  {title} ({len(items)}): " + ", ".join(items[:limit]) + more
 
 
-def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: bool = True) -> LoadReport:
+def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: bool = True,
+                    name: str | None = None) -> LoadReport:
     """Load ``source`` (path, HF folder or state dict in zoo/timm layout) into ``model``.
 
     Converts keys, resamples position tables to the model's grid, drops classifier-only keys a backbone
     lacks and re-initialises heads whose class count differs. Anything else that does not fit raises
-    :class:`CheckpointMismatchError` naming the keys (``strict=False`` loads what fits and reports the rest).
+    :class:`CheckpointMismatchError` naming the keys. ``strict=False`` loads what fits (same key, same shape),
+    leaves the rest at its initialisation, and reports and logs it (``missing``, ``unexpected``,
+    ``mismatched``). ``name``: what messages call ``source`` when it is an already-read state dict.
     """
     state = read_state_dict(source)
     state, fmt = to_zoo_layout(state, model, format)
@@ -70,18 +74,20 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     report.resized = _resize_position_tables(model, state, target)
     report.missing = [k for k in target if k not in state and k not in report.reinitialized]
     report.unexpected = [k for k in state if k not in target]
-    mismatched = [f"{k} {tuple(v.shape)} vs model {tuple(target[k].shape)}" for k, v in state.items()
-                  if k in target and v.shape != target[k].shape]
+    report.mismatched = [k for k, v in state.items() if k in target and v.shape != target[k].shape]
+    mismatched = [f"{k} {tuple(state[k].shape)} vs model {tuple(target[k].shape)}" for k in report.mismatched]
     problems = (_listing('missing in checkpoint', report.missing) if report.missing else '') + \
                (_listing('not in model', report.unexpected) if report.unexpected else '') + \
                (_listing('shape mismatch', mismatched) if mismatched else '')
-    name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
-    if problems and (strict or mismatched):
+    if name is None:
+        name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
+    if problems and strict:
         raise CheckpointMismatchError(f"checkpoint {name} ({fmt} layout) does not fit "
                                       f"{type(model).__name__}:{problems}")
     if problems:
         log.warning("partial load of %s:%s", name, problems)
-    model.load_state_dict({k: v for k, v in state.items() if k in target}, strict=False)
+    skipped = set(report.mismatched)
+    model.load_state_dict({k: v for k, v in state.items() if k in target and k not in skipped}, strict=False)
     if report.dropped or report.reinitialized or report.resized:
         log.info("loaded %s (%s layout): dropped %s, re-initialised %s, resized %s", name, fmt,
                  report.dropped, report.reinitialized, report.resized)
