@@ -11,46 +11,76 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-_JPEG = b'\xff\xd8\xff'
+_JPEG, _PNG, _BMP = b'\xff\xd8\xff', b'\x89PNG\r\n\x1a\n', b'BM'
 _STANDALONE = {0x01, *range(0xD0, 0xD9)}  # TEM, RSTn, SOI: markers without a length field
+_SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # start-of-frame markers (they hold the image size)
+#: Larger images are refused before decoding: a few header bytes can ask the decoder for gigabytes.
+MAX_PIXELS = 1 << 28  # 16384 x 16384
 
 
 class ImageError(ValueError):
     """An image or annotation map that cannot be used; the message names the file and what is wrong."""
 
 
-def jpeg_truncated(data: bytes) -> bool:
-    """Whether JPEG ``data`` ends before its end-of-image marker: the header segments are walked by their
-    lengths (so an EXIF thumbnail's own markers are skipped) up to the start of the scan; the entropy-coded data
-    after it cannot contain 0xFFD9 except as the end marker (0xFF bytes are stuffed as 0xFF00)."""
+def _jpeg_segments(data: bytes):
+    """(marker, offset of its length field) of each JPEG header segment, up to the start of scan (0xDA); walked
+    by their lengths, so an EXIF thumbnail's own markers are skipped. Stops early in a damaged header."""
     position = 2
-    while position + 4 <= len(data):
-        if data[position] != 0xFF:
-            return True  # a segment should start here: the header is damaged
+    while position + 4 <= len(data) and data[position] == 0xFF:
         marker = data[position + 1]
         if marker == 0xFF:  # fill byte
             position += 1
-        elif marker in _STANDALONE:
+            continue
+        if marker in _STANDALONE:
             position += 2
-        elif marker == 0xD9:
-            return False  # an image without scan data: the decoder judges it
-        else:
-            length = int.from_bytes(data[position + 2:position + 4], 'big')
-            if marker == 0xDA:  # start of scan
-                return b'\xff\xd9' not in data[position + 2 + length:]
-            position += 2 + length
+            continue
+        if marker == 0xD9:  # end of image before any scan
+            return
+        yield marker, position + 2
+        if marker == 0xDA:
+            return
+        position += 2 + int.from_bytes(data[position + 2:position + 4], 'big')
+
+
+def jpeg_truncated(data: bytes) -> bool:
+    """Whether JPEG ``data`` ends before its end-of-image marker (or has no scan): the entropy-coded data after
+    the start of scan cannot contain 0xFFD9 except as the end marker (0xFF bytes are stuffed as 0xFF00)."""
+    for marker, at in _jpeg_segments(data):
+        if marker == 0xDA:
+            return b'\xff\xd9' not in data[at + int.from_bytes(data[at:at + 2], 'big'):]
     return True
+
+
+def declared_size(data: bytes) -> tuple[int, int] | None:
+    """(height, width) that a JPEG, PNG or BMP header declares; None for other formats or a header cut short."""
+    if data.startswith(_PNG) and data[12:16] == b'IHDR' and len(data) >= 24:
+        return int.from_bytes(data[20:24], 'big'), int.from_bytes(data[16:20], 'big')
+    if data.startswith(_BMP) and len(data) >= 26:
+        return abs(int.from_bytes(data[22:26], 'little', signed=True)), abs(int.from_bytes(data[18:22], 'little',
+                                                                                             signed=True))
+    if data.startswith(_JPEG):
+        for marker, at in _jpeg_segments(data):
+            if marker in _SOF and at + 7 <= len(data):
+                return int.from_bytes(data[at + 3:at + 5], 'big'), int.from_bytes(data[at + 5:at + 7], 'big')
+    return None
 
 
 def decode(path, flags: int, what: str = 'image') -> np.ndarray:
     """``cv2.imread(path, flags)``, or an :class:`ImageError` (``FileNotFoundError`` for a missing file) that
-    names the file: undecodable, or a truncated JPEG."""
+    names the file: undecodable, a truncated JPEG, or a header declaring more than ``MAX_PIXELS``."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} {path} does not exist")
     with open(path, 'rb') as f:
-        head = f.read(3)
-    if head == _JPEG and jpeg_truncated(path.read_bytes()):
+        data = f.read(64)
+    if data.startswith(_JPEG):
+        data = path.read_bytes()
+    size = declared_size(data)
+    if size is not None and size[0] * size[1] > MAX_PIXELS:
+        raise ImageError(f"{what} {path} declares {size[0]}x{size[1]} pixels, more than the {MAX_PIXELS} this "
+                         f"reader decodes (heads.image_io.MAX_PIXELS): a damaged or hostile header, or an image to "
+                         f"tile first")
+    if data.startswith(_JPEG) and jpeg_truncated(data):
         raise ImageError(f"cannot decode {what} {path}: the file is corrupt or truncated: its JPEG data ends "
                          f"before the end marker (e.g. a copy cut short), so rows would be missing. Copy it again")
     try:

@@ -2,14 +2,15 @@
 
 Used where options arrive untyped (configs, ``create_backbone(name, **overrides)``), so that ``depth='two'`` is
 refused naming the option and the expected type, instead of failing deep inside the model. Only what the
-annotation says for sure is checked: builtin scalars (int accepts bool, float accepts int), ``X | None``,
-``list[X]``, ``tuple[X, ...]``, ``tuple[X, Y]``, sequences, mappings and ``Literal``; anything else (modules,
-callables, classes, strings that do not resolve) is accepted as unknown.
+annotation says for sure is checked: builtin scalars (int accepts bool and integral floats, float accepts int, str
+accepts paths), ``X | None``, ``list[X]``, ``tuple[X, ...]``, ``tuple[X, Y]``, sequences, mappings and ``Literal``;
+anything else (modules, callables, classes, strings that do not resolve) is accepted as unknown.
 """
 from __future__ import annotations
 
 import collections.abc
 import inspect
+import os
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -54,12 +55,12 @@ def matches(value, hint) -> bool | None:
         return isinstance(value, collections.abc.Mapping)
     if hint is bool:
         return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int)
+    if hint is int:  # an integral float too: mmengine and most APIs take 1e4 for 10000
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if hint is float:
         return isinstance(value, (int, float))
     if hint is str:
-        return isinstance(value, str)
+        return isinstance(value, (str, os.PathLike))
     if inspect.isclass(hint) and isinstance(value, hint):
         return True
     return None  # a class the value may be built into (a config dict, a module): not ours to judge

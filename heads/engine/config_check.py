@@ -101,7 +101,7 @@ def _check_unknown_type(tree: dict, path: str) -> None:
     if not isinstance(type_, str) or _registered(type_) is not None:
         return
     close = difflib.get_close_matches(type_.split('.')[-1], sorted(_known_names()), n=3, cutoff=0.6)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
+    hint = f"Did you mean {', '.join(close)}? " if close else ""
     raise ConfigTypeError(f"config key {_dotted(path, 'type')}: {type_!r} is not a registered type. {hint}Check its "
                           f"spelling, or import the module that registers it (custom_imports)")
 

@@ -6,6 +6,8 @@ x0.5; a hierarchical backbone: x1 everywhere).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -118,8 +120,9 @@ class DPTNeck(nn.Module):
     in_channels / in_strides / prefix_names describe the backbone (task models fill them in from it).
     """
 
-    def __init__(self, in_channels, in_strides, prefix_names=(), readout: str = 'project',
-                 hidden_channels=(96, 192, 384, 768), out_strides=(4, 8, 16, 32), fusion_channels: int = 256,
+    def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
+                 readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
+                 out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
                  fusion_batch_norm: bool = False, fusion_bias: bool | None = None):
         super().__init__()
         lengths = {len(in_channels), len(in_strides), len(hidden_channels), len(out_strides)}
