@@ -1,13 +1,38 @@
 """heads: what predicts — DPT necks, segmentation and depth heads, losses, task models and mmengine glue.
 
-Depends on :mod:`zoo`; nothing in :mod:`zoo` depends on it. Importing it registers every part in this
-project's mmengine registries (:mod:`heads.registry`).
+Depends on :mod:`zoo`; nothing in :mod:`zoo` depends on it. ``import heads`` itself is cheap (it loads neither torch
+nor mmengine): the names below and the subpackages load on first use, and the parts that configs name by ``type``
+are registered the first time one of this project's registries looks a name up (their import location is
+:mod:`heads.parts`). Command-line tools can therefore parse their arguments before anything heavy is imported.
 """
-from . import backbone, coco_metric, datasets, decode_heads, detection, engine, losses, metrics, necks, transforms  # noqa: F401,E501 (registration)
-from .hf_dpt import from_pretrained_hf
-from .models import DensePreprocessor, DepthEstimator, Segmentor
-from .predictor import Predictor
-from .registry import DATASETS, HOOKS, METRICS, MODELS, TRANSFORMS
+from importlib import import_module
 
-__all__ = ['DATASETS', 'DensePreprocessor', 'DepthEstimator', 'HOOKS', 'METRICS', 'MODELS', 'Predictor',
-           'Segmentor', 'TRANSFORMS', 'from_pretrained_hf']
+#: Public names -> the module defining them.
+_PUBLIC = {
+    'Predictor': 'heads.predictor', 'from_pretrained_hf': 'heads.hf_dpt',
+    'DensePreprocessor': 'heads.models', 'DepthEstimator': 'heads.models', 'Segmentor': 'heads.models',
+    'DATASETS': 'heads.registry', 'HOOKS': 'heads.registry', 'METRICS': 'heads.registry', 'MODELS': 'heads.registry',
+    'TRANSFORMS': 'heads.registry',
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    """``heads.Predictor``, ``heads.MODELS``, ... and ``heads.<subpackage>``, imported when first used."""
+    if name in _PUBLIC:
+        value = getattr(import_module(_PUBLIC[name]), name)
+    elif not name.startswith('_'):
+        try:
+            value = import_module(f'{__name__}.{name}')
+        except ModuleNotFoundError as err:
+            if err.name != f'{__name__}.{name}':
+                raise
+            raise AttributeError(f"module 'heads' has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module 'heads' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

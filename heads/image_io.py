@@ -130,3 +130,19 @@ def write_rgb(path, image: np.ndarray) -> Path:
     if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
         raise ValueError(f"could not write {path}: use a .png or .jpg name")
     return path
+
+
+#: The suffixes read as images wherever folders are searched (any case).
+IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.webp', '.tif', '.tiff')
+
+
+def images_in(folder) -> list[Path]:
+    """The image files under ``folder`` (recursively, sorted); an error names a missing folder or one without
+    images."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"image folder {folder} does not exist")
+    paths = sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    if not paths:
+        raise ValueError(f"folder {folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
+    return paths

@@ -157,11 +157,8 @@ def test_conv_bn_folds_in_eval_and_trains_unfused():
 
 
 def test_benchmark_reference_for_cvt_is_transformers_with_our_sizes():
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
-    import benchmark
-    ref = benchmark.reference_model('cvt_13_224')
+    from heads.benchmark.reference import reference_model
+    ref = reference_model('cvt_13_224')
     assert type(ref).__name__ == 'CvtForImageClassification' and list(ref.config.depth) == [1, 2, 10]
     with torch.device('meta'):
         assert count_params(zoo.create_classifier('cvt_13_224')) == count_params(ref)

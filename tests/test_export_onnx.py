@@ -127,8 +127,26 @@ def test_cli_writes_onnx_and_checks_it(tmp_path, capsys):
     assert main(argv) == 0  # 0: every max abs diff <= 1e-3
     printed = capsys.readouterr().out
     assert 'multiples of 32' in printed and 'check 128x64: max abs diff' in printed and 'check 96x160' in printed
+    assert 'converting to ONNX' in printed and printed.count('  done in ') == 4  # each long step reports its end
     assert [o.shape[-2:] for o in run_onnx(out, torch.randn(1, 3, 128, 64))] == \
         expected_shapes('vit_pyramid', vit_pyramid(), (128, 64))
     with pytest.raises(SystemExit):
         main(['--backbone', 'vit_tiny_patch16_224', '--size', '100', '128', '--out', str(out)])
     assert 'not a multiple of 32' in capsys.readouterr().err
+
+
+def test_a_long_step_reports_while_it_runs_and_when_it_fails():
+    import io
+    import time
+
+    from heads.cli import stage
+    out = io.StringIO()
+    with stage('converting', every=0.05, out=out):
+        time.sleep(0.18)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == 'converting...' and lines[-1].startswith('  done in 0.')
+    assert len([line for line in lines if line.startswith('  still converting: ')]) >= 2
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), stage('tracing', out=out):
+        raise RuntimeError('boom')
+    assert out.getvalue().splitlines()[-1].startswith('  failed after ')

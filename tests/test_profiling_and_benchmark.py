@@ -87,5 +87,5 @@ def test_resolution_sweep_writes_table_and_plot(tmp_path):
 
 
 def test_matmul_rate_is_a_positive_measured_figure():
-    import dense_benchmark
-    assert 0 < dense_benchmark.matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5
+    from heads.benchmark.dense import matmul_gflops
+    assert 0 < matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5

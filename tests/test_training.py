@@ -49,13 +49,17 @@ def test_resume_reads_checkpoints_with_weights_only_loading(tmp_path):
     assert len(loss_history) == 6  # the two iterations before the checkpoint were restored with it
 
 
-def test_test_tool_prints_a_results_table_from_a_checkpoint(tmp_path, capsys):
+def test_test_tool_prints_the_results_once_from_a_checkpoint(tmp_path, capsys):
     train_tool.main(quick(tmp_path, 2))
+    capsys.readouterr()
     metrics = test_tool.main(['configs/quickstart.py', str(tmp_path / 'iter_2.pth'), '--work-dir', str(tmp_path),
-                              '--tta', '--show-dir', str(tmp_path / 'show'), '--cfg-options',
-                              'test_dataloader.dataset.num_samples=4'])
+                              '--tta', '--show-dir', str(tmp_path / 'show'), '--out', str(tmp_path / 'metrics.json'),
+                              '--cfg-options', 'test_dataloader.dataset.num_samples=4'])
     printed = capsys.readouterr().out
-    assert '| mIoU |' in printed and '| sky |' in printed and 'mIoU' in metrics
+    assert f"mIoU: {metrics['mIoU']:.4f}" in printed and printed.count('| sky ') == 1
+    assert 'Config:' not in printed and 'WARNING' not in printed and len(printed.splitlines()) < 20, printed
+    saved = json.loads((tmp_path / 'metrics.json').read_text())
+    assert saved['mIoU'] == metrics['mIoU'] and [row['class'] for row in saved['per_class']][0] == 'sky'
     assert len(list((tmp_path / 'show').glob('*.png'))) == 4
 
 

@@ -115,7 +115,7 @@ def street(tmp_path_factory):
 
 
 @pytest.mark.parametrize('family', ['vit', 'deit', 'cvt', 'coatnet', 'crossvit'])
-def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch):
+def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch, capsys):
     name, overrides = SMALL[family]
     monkeypatch.setattr(visualize_attention, 'load_backbone',
                         lambda source, checkpoint: (small_backbone(family), visualize_attention.IMAGENET_MEAN,
@@ -124,6 +124,11 @@ def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch
                                         '--out', str(tmp_path / 'a.png')])
     assert (tmp_path / 'a.png').is_file() and picture.ndim == 3
     assert cv2.imread(str(tmp_path / 'a.png')).shape == picture.shape
+    # no --checkpoint: random weights, said on the console and in a title strip above the rest of the picture
+    assert 'RANDOM weights' in capsys.readouterr().err
+    from heads.visualize import caption
+    strip = caption(np.zeros((0, picture.shape[1], 3), np.uint8), visualize_attention.RANDOM_WEIGHTS, height=22)
+    assert np.array_equal(picture[:22], strip)
 
 
 def test_attention_tool_reads_a_trained_config_checkpoint(trained_quickstart, tmp_path):
@@ -229,3 +234,36 @@ def test_attention_tool_names_a_head_that_does_not_exist():
     with pytest.raises(ValueError, match=r"blocks\.0\.attn has 3 heads: --head must be 'mean', 'all' or 0\.\.2"):
         visualize_attention.head_rows(maps, list(range(len(maps))), '5', None, columns=6)
     assert len(visualize_attention.head_rows(maps, [0, 1, 2, 3], '2', 'cls', columns=3)) == 2  # 4 panels, 3 a row
+
+
+def test_plot_logs_draws_a_loss_term_equal_to_the_total_once_and_keeps_metrics_in_their_range(tmp_path):
+    from heads.engine.logs import metric_bounds
+    same = {'loss': {1: 2.0, 2: 1.0}, 'loss_ce': {1: 2.0, 2: 1.0}, 'lr': {1: 0.1, 2: 0.1}}
+    assert plot_logs.loss_terms(same) == {'loss': ['loss', 'loss_ce']}
+    two = {'loss': {1: 3.0, 2: 2.0}, 'loss_ce': {1: 2.0, 2: 1.0}, 'loss_aux': {1: 1.0, 2: 1.0}}
+    assert plot_logs.loss_terms(two) == {'loss': ['loss'], 'loss_aux': ['loss_aux'], 'loss_ce': ['loss_ce']}
+    assert metric_bounds('mIoU') == metric_bounds('top1') == (0, 100) and metric_bounds('d1') == (0, 1)
+    assert metric_bounds('coco/bbox_mAP') == (0, 1) and metric_bounds('abs_rel') is None
+    runs = {'run': {'train': same, 'val': {'mIoU': {2: 99.7}}}}  # one validation point near 100 %
+    limits = plot_logs.plot(runs, None, 10, tmp_path / 'curves.png')
+    assert limits['mIoU'][0] < 99.7 < limits['mIoU'][1] <= 100  # matplotlib alone would widen it to ~104.7
+    assert cv2.imread(str(tmp_path / 'curves.png')) is not None
+
+
+def test_validation_pictures_title_their_columns_and_show_a_class_legend(trained_quickstart):
+    from heads.visualize import caption, legend
+    work_dir = trained_quickstart[1].parent
+    grid = cv2.cvtColor(cv2.imread(str(work_dir / 'predictions.png')), cv2.COLOR_BGR2RGB)
+    size, gap = (96, 128), 4  # the quickstart's images; side_by_side's gap
+    for column, title in enumerate(['image', 'ground truth', 'prediction']):
+        left = column * (size[1] + gap)
+        expected = caption(np.zeros((0, size[1], 3), np.uint8), title)
+        assert np.array_equal(grid[:18, left:left + size[1]], expected), title
+    # the legend: the classes in view (of sky, ground, box, disc) in the dataset's colours, right of the panels
+    from heads.datasets import SyntheticScenes
+    meta = SyntheticScenes.METAINFO
+    legend_part = grid[:, 3 * (size[1] + gap):]
+    assert legend_part.shape[1] == 150 and legend_part.shape[0] == grid.shape[0]
+    names = meta['classes'][:2]  # sky and ground are in every scene
+    drawn = legend(names, meta['palette'][:2], grid.shape[0])
+    assert np.array_equal(legend_part[:18 + 4], drawn[:18 + 4])  # the first entry: sky's colour and name

@@ -17,23 +17,20 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import heads  # noqa: E402,F401  (registers the datasets and transforms)
-from heads.engine.launch import load_config  # noqa: E402
-from heads.image_io import write_rgb  # noqa: E402
-from heads.registry import DATASETS  # noqa: E402
+from heads.image_io import write_rgb  # noqa: E402  (numpy and OpenCV only)
 from heads.visualize import caption, colorize_depth, colorize_labels, default_palette, overlay, side_by_side  # noqa: E402
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config')
+    parser.add_argument('config', help='the config whose dataloader to draw')
     parser.add_argument('--split', choices=['train', 'val', 'test'], default='train',
                         help="which dataloader's dataset and pipeline (default: train, with its augmentation)")
     parser.add_argument('--num', type=int, default=4, help='how many samples')
     parser.add_argument('--start', type=int, default=0, help='index of the first sample')
     parser.add_argument('--data-root', help="override the dataset's data_root")
-    parser.add_argument('--out', default='browse.png')
-    return parser.parse_args(argv)
+    parser.add_argument('--out', default='browse.png', help='the PNG to write (default: %(default)s)')
+    return parser
 
 
 def sample_panels(packed: dict, palette, name: str) -> list[np.ndarray]:
@@ -52,7 +49,9 @@ def sample_panels(packed: dict, palette, name: str) -> list[np.ndarray]:
 
 
 def main(argv=None) -> np.ndarray:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
+    from heads.engine.launch import load_config
+    from heads.registry import DATASETS
     cfg = load_config(args.config, data_root=args.data_root)
     dataset = DATASETS.build(cfg[f'{args.split}_dataloader'].dataset)
     classes = dataset.metainfo.get('classes') or ()

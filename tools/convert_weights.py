@@ -1,4 +1,4 @@
-"""Convert checkpoints from other layouts into this project's own (safetensors + a matching config).
+r"""Convert checkpoints from other layouts into this project's own (safetensors + a matching config).
 
     python tools/convert_weights.py hf-dpt HF_FOLDER OUT_DIR          # transformers DPT -> OUT_DIR/{model.safetensors,config.py}
     python tools/convert_weights.py timm vit_base_patch16_224 IN OUT.safetensors   # timm ViT/DeiT -> our keys
@@ -12,20 +12,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from safetensors.torch import save_file
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import heads  # noqa: E402
-import zoo  # noqa: E402
 
 
 def save_state(model, path: Path) -> None:
+    from safetensors.torch import save_file
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
 
 
 def convert_hf_dpt(folder: Path, out_dir: Path) -> tuple[Path, Path]:
     from mmengine.config import Config
+
+    import heads
     model = heads.from_pretrained_hf(folder)
     weights, config = out_dir / 'model.safetensors', out_dir / 'config.py'
     save_state(model, weights)
@@ -34,22 +33,27 @@ def convert_hf_dpt(folder: Path, out_dir: Path) -> tuple[Path, Path]:
 
 
 def convert_timm(name: str, source: Path, out: Path) -> Path:
+    import zoo
     model = zoo.create_classifier(name, pretrained=source)
     save_state(model, out)
     return out
 
 
-def main(argv=None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest='source_format', required=True)
+    sub = parser.add_subparsers(dest='source_format', required=True, help='the layout of the input')
     hf = sub.add_parser('hf-dpt', help='a transformers DPT save_pretrained folder')
-    hf.add_argument('folder', type=Path)
-    hf.add_argument('out_dir', type=Path)
+    hf.add_argument('folder', type=Path, help='the folder with config.json and the weights')
+    hf.add_argument('out_dir', type=Path, help='gets model.safetensors and config.py')
     tm = sub.add_parser('timm', help='a timm ViT/DeiT checkpoint file')
     tm.add_argument('name', help='registered model name, e.g. deit_small_patch16_224')
-    tm.add_argument('source', type=Path)
-    tm.add_argument('out', type=Path)
-    args = parser.parse_args(argv)
+    tm.add_argument('source', type=Path, help="timm's checkpoint (.safetensors, .pth or .bin)")
+    tm.add_argument('out', type=Path, help='the .safetensors file to write, in this project\'s layout')
+    return parser
+
+
+def main(argv=None) -> None:
+    args = build_parser().parse_args(argv)
     if args.source_format == 'hf-dpt':
         weights, config = convert_hf_dpt(args.folder, args.out_dir)
         print(f"wrote {weights} and {config}")

@@ -1,8 +1,8 @@
-"""Export a backbone's multi-scale feature maps of a set of images to safetensors shards, for other frameworks.
+r"""Export a backbone's multi-scale feature maps of a set of images to safetensors shards, for other frameworks.
 
-    python tools/export_features.py --backbone vit_base_patch16_224 --pretrained vit_b16.safetensors \\
+    python tools/export_features.py --backbone vit_base_patch16_224 --pretrained vit_b16.safetensors \
         --coco data/coco/annotations/instances_val2017.json --images data/coco/val2017 --out feats/coco_val
-    python tools/export_features.py --backbone cvt_13_224 --pyramid --folder ../shared/data/camvid/images/val \\
+    python tools/export_features.py --backbone cvt_13_224 --pyramid --folder ../shared/data/camvid/images/val \
         --out feats/camvid_val --short-side 384 --dtype float16
 
 Writes OUT/shard_00000.safetensors, ... (--images-per-shard images each, tensor "{image_id}/{level}" 'c h w')
@@ -25,17 +25,15 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.engine.launch import json_object  # noqa: E402
-from heads.features import coco_images, export_features, folder_images, level_names  # noqa: E402
-from heads.features.writer import DTYPES  # noqa: E402
+from heads.cli import json_object, positive  # noqa: E402  (standard library only)
 
+#: Stored dtypes (heads.features.writer.DTYPES), listed here so that --help needs no torch.
+DTYPE_NAMES = ('float32', 'float16', 'bfloat16')
 SEED = 0  # layers without pretrained weights (all without --pretrained, a pyramid's) are initialised from it
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--backbone', required=True, help='a zoo backbone name, e.g. vit_base_patch16_224')
     parser.add_argument('--backbone-kwargs', default='{}', type=json_object,
@@ -49,13 +47,19 @@ def parse_args(argv=None):
     source.add_argument('--folder', metavar='DIR', help='a folder of images (searched recursively)')
     parser.add_argument('--images', metavar='DIR', help="the folder the COCO file's file_name entries are in")
     parser.add_argument('--out', required=True, help='output folder')
-    parser.add_argument('--images-per-shard', type=positive, default=64)
+    parser.add_argument('--images-per-shard', type=positive, default=64,
+                        help='images per safetensors shard (default 64; a shard is held in memory until written)')
     parser.add_argument('--short-side', type=positive, help="input short side before rounding to the coarsest "
                                                             "stride (default: the backbone's input size)")
-    parser.add_argument('--dtype', choices=list(DTYPES), default='float32', help='dtype of the stored maps')
+    parser.add_argument('--dtype', choices=DTYPE_NAMES, default='float32', help='dtype of the stored maps')
     parser.add_argument('--limit', type=positive, help='export only the first N images (COCO: by id)')
     parser.add_argument('--overwrite', action='store_true', help="delete an earlier export in --out first")
-    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
+    return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.coco and not args.images:
         parser.error('--coco needs --images, the folder its file_name entries are relative to')
@@ -64,15 +68,10 @@ def parse_args(argv=None):
     return args
 
 
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def build_model(args) -> torch.nn.Module:
+def build_model(args):
     """The backbone (or PyramidBackbone) with its weights; layers without weights are initialised from SEED."""
+    import torch
+
     import zoo
     from heads.detection import PyramidBackbone
     from zoo.weights import read_state_dict
@@ -94,6 +93,7 @@ def build_model(args) -> torch.nn.Module:
 
 def main(argv=None):
     args = parse_args(argv)
+    from heads.features import coco_images, export_features, folder_images, level_names
     images = coco_images(args.coco, args.images) if args.coco else folder_images(args.folder)
     images = images[:args.limit] if args.limit else images
     if args.pretrained is None:
@@ -111,8 +111,10 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    from heads.features import ExportSettingsError
     try:
         main()
-    except ExportSettingsError as err:  # a folder holding another export: the message says what to do
-        sys.exit(f"error: {err}")
+    except Exception as err:
+        from heads.features import ExportSettingsError  # imported after the arguments are parsed: --help stays light
+        if not isinstance(err, ExportSettingsError):
+            raise
+        sys.exit(f"error: {err}")  # a folder holding another export: the message says what to do

@@ -1,8 +1,8 @@
-"""Export a backbone with its detection pyramid, or a config's DPT model, with a dynamic input height and width.
+r"""Export a backbone with its detection pyramid, or a config's DPT model, with a dynamic input height and width.
 
-    python tools/export_model.py --backbone vit_base_patch16_224 --pretrained vitb.safetensors \\
+    python tools/export_model.py --backbone vit_base_patch16_224 --pretrained vit_b16.safetensors \
         --size 512 512 --out vitb_pyramid.onnx --check 384 640 --check 768 512
-    python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py \\
+    python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py \
         --checkpoint work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth --size 192 256 --out dpt.onnx --check 384 480
     python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py --format program --out dpt.pt2
 
@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.engine.launch import json_object  # noqa: E402
-from heads.export import check_size, compare_onnx, compare_program, export_onnx, export_program  # noqa: E402
-from heads.export import exportable, min_side, required_multiple  # noqa: E402
+from heads.cli import json_object, stage  # noqa: E402  (standard library only)
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--backbone', metavar='NAME', help='a zoo backbone name: exports it with its pyramid')
@@ -46,6 +41,11 @@ def parse_args(argv=None):
     parser.add_argument('--tolerance', type=float, default=1e-3, help='largest max abs difference --check accepts')
     parser.add_argument('--opset', type=int, help='ONNX opset (default: the exporter\'s)')
     parser.add_argument('--out', required=True, type=Path, help='the .onnx or .pt2 file to write')
+    return parser
+
+
+def parse_args(argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.backbone and args.checkpoint:
         parser.error('--checkpoint goes with --config; use --pretrained for backbone weights')
@@ -54,7 +54,7 @@ def parse_args(argv=None):
     return parser, args
 
 
-def build_model(args) -> torch.nn.Module:
+def build_model(args):
     """The PyramidBackbone of --backbone, or the model of --config with --checkpoint loaded; in eval mode."""
     if args.backbone:
         from heads.detection import PyramidBackbone
@@ -71,7 +71,12 @@ def build_model(args) -> torch.nn.Module:
 
 def main(argv=None) -> int:
     parser, args = parse_args(argv)
-    model = build_model(args)
+    import torch
+
+    from heads.export import (check_size, compare_onnx, compare_program, export_onnx, export_program, exportable,
+                              min_side, required_multiple)
+    with stage('building the model'):
+        model = build_model(args)
     multiple = required_multiple(exportable(model))
     smallest = min_side(model, multiple)
     size = tuple(args.size) if args.size else (smallest, smallest + multiple)
@@ -80,18 +85,20 @@ def main(argv=None) -> int:
         checks = [check_size(s, multiple, smallest if args.format == 'program' else None) for s in args.check]
     except ValueError as e:
         parser.error(str(e))
-    print(f"{type(model).__name__}: input sides multiples of {multiple} (program: from {smallest}); "
-          f"tracing at {size[0]}x{size[1]}")
-    start = time.perf_counter()
-    program = export_program(model, size, multiple)
+    print(f"{type(model).__name__}: input sides multiples of {multiple} (program: from {smallest})", flush=True)
+    with stage(f'tracing with torch.export at {size[0]}x{size[1]}'):
+        program = export_program(model, size, multiple)
     if args.format == 'onnx':
-        out = export_onnx(model, args.out, program=program, opset=args.opset)
+        with stage('converting to ONNX (the dynamo exporter: minutes for a base-size model on a CPU)'):
+            out = export_onnx(model, args.out, program=program, opset=args.opset)
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         torch.export.save(program, str(args.out))
         out = args.out
-    print(f"wrote {out} in {time.perf_counter() - start:.1f} s")
-    diffs = (compare_onnx(out, model, checks) if args.format == 'onnx' else compare_program(program, model, checks))
+    print(f"wrote {out}", flush=True)
+    with stage(f"checking against PyTorch at {', '.join(f'{h}x{w}' for h, w in checks)}" if checks else 'no checks'):
+        diffs = (compare_onnx(out, model, checks) if args.format == 'onnx' else
+                 compare_program(program, model, checks))
     for (h, w), diff in diffs.items():
         print(f"check {h}x{w}: max abs diff {diff:.3g}" + ('' if diff <= args.tolerance else
                                                             f" > tolerance {args.tolerance:g}"))

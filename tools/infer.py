@@ -1,6 +1,6 @@
-"""Predict images with a trained model and draw the results.
+r"""Predict images with a trained model and draw the results.
 
-    python tools/infer.py configs/dpt_vitt4_camvid_cpu.py work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth \\
+    python tools/infer.py configs/dpt_vitt4_camvid_cpu.py work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth \
         ../shared/data/camvid/images/val --out results/camvid_val
     python tools/infer.py CONFIG model.safetensors street.jpg kitchen/ --out out --device cuda
 
@@ -19,23 +19,21 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads import Predictor  # noqa: E402
-from heads.datasets.image_folder import IMAGE_SUFFIXES  # noqa: E402
-from heads.image_io import read_rgb, write_rgb  # noqa: E402
+from heads.image_io import images_in, read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
 from heads.visualize import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay  # noqa: E402
 
-def parse_args(argv=None):
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config')
+    parser.add_argument('config', help='the config the checkpoint was trained with')
     parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
     parser.add_argument('inputs', nargs='+', help='images or folders of images')
     parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
-    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
-    return parser.parse_args(argv)
+    return parser
 
 
 def list_images(inputs) -> list[Path]:
@@ -43,10 +41,7 @@ def list_images(inputs) -> list[Path]:
     images = []
     for item in map(Path, inputs):
         if item.is_dir():
-            found = sorted(p for p in item.rglob('*') if p.suffix.lower() in IMAGE_SUFFIXES)
-            if not found:
-                raise ValueError(f"folder {item} holds no image ({', '.join(IMAGE_SUFFIXES)})")
-            images += found
+            images += images_in(item)
         elif item.is_file():
             images.append(item)
         else:
@@ -92,8 +87,11 @@ def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
 
 
 def main(argv=None) -> list[Path]:
+    args = build_parser().parse_args(argv)
     from mmengine.config import Config
-    args = parse_args(argv)
+    from tqdm import tqdm
+
+    from heads import Predictor
     cfg = Config.fromfile(args.config)
     cfg.predict_scale = predict_scale(cfg)
     predictor = Predictor(cfg, args.checkpoint, device=args.device)

@@ -14,22 +14,23 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.datasets import CAMVID_CLASSES  # noqa: E402
-from heads.datasets.instances_from_labels import labels_to_coco  # noqa: E402
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('root', help='CamVid: images/{split}/*.jpg with annotations/{split}/*.png')
-    parser.add_argument('out')
-    parser.add_argument('--splits', nargs='+', default=['train', 'val'])
-    parser.add_argument('--classes', nargs='+', default=['Car', 'Pedestrian'], help=f'of {list(CAMVID_CLASSES)}')
+    parser.add_argument('out', help='the COCO-layout folder to write')
+    parser.add_argument('--splits', nargs='+', default=['train', 'val'], help='splits to convert (default: %(default)s)')
+    parser.add_argument('--classes', nargs='+', default=['Car', 'Pedestrian'],
+                        help="CamVid class names whose components become instances (default: %(default)s)")
     parser.add_argument('--min-area', type=int, default=64, help='least pixels of a kept component')
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv=None) -> dict[str, dict]:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
+    from heads.datasets import CAMVID_CLASSES
+    from heads.datasets.instances_from_labels import labels_to_coco
     unknown = [name for name in args.classes if name not in CAMVID_CLASSES]
     if unknown:
         raise SystemExit(f"unknown CamVid classes {unknown}; choose from {list(CAMVID_CLASSES)}")

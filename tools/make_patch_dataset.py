@@ -19,20 +19,20 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.datasets import CAMVID_CLASSES  # noqa: E402
-from heads.image_io import read_rgb, write_rgb  # noqa: E402
+from heads.image_io import read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('root', help='a folder with images/{split} and annotations/{split}')
-    parser.add_argument('out')
-    parser.add_argument('--splits', nargs='+', default=['train', 'val'])
+    parser.add_argument('out', help='the ImageFolder tree to write: OUT/{split}/{class name}/*.png')
+    parser.add_argument('--splits', nargs='+', default=['train', 'val'], help='splits to cut (default: %(default)s)')
     parser.add_argument('--size', type=int, default=48, help='patch side, pixels')
     parser.add_argument('--min-share', type=float, default=0.75, help="the majority class's least share of a patch")
-    parser.add_argument('--classes', nargs='+', default=list(CAMVID_CLASSES))
+    parser.add_argument('--classes', nargs='+', default=None,
+                        help="class names by label value (default: CamVid's eleven, in its order)")
     parser.add_argument('--every', type=int, default=1, help='use every k-th image of each split (sorted by name)')
-    return parser.parse_args(argv)
+    return parser
 
 
 def patch_labels(labels: np.ndarray, size: int, num_classes: int, min_share: float):
@@ -45,7 +45,10 @@ def patch_labels(labels: np.ndarray, size: int, num_classes: int, min_share: flo
 
 
 def main(argv=None) -> dict[str, Counter]:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
+    if args.classes is None:
+        from heads.datasets import CAMVID_CLASSES
+        args.classes = list(CAMVID_CLASSES)
     root, out = Path(args.root), Path(args.out)
     totals = {}
     for split in args.splits:

@@ -16,16 +16,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.engine.logs import metric_names, read_scalars  # noqa: E402
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('work_dirs', nargs='+')
+    parser.add_argument('work_dirs', nargs='+', help='work dirs of training runs (tools/train.py --work-dir)')
     parser.add_argument('--metrics', nargs='+', help='validation metrics to plot (default: all logged)')
     parser.add_argument('--smooth', type=int, default=10, help='moving-average window over logged loss points')
-    parser.add_argument('--out', default='curves.png')
-    return parser.parse_args(argv)
+    parser.add_argument('--out', default='curves.png', help='the PNG to write (default: %(default)s)')
+    return parser
 
 
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:
@@ -40,17 +39,33 @@ def curve(series: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
     return steps, np.array([series[s] for s in steps])
 
 
-def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Path):
+def loss_terms(train: dict) -> dict[str, list[str]]:
+    """Loss keys to draw -> the logged keys each stands for: a term equal to the total at every step (a model with
+    one loss logs 'loss' and 'loss_ce' alike) is drawn once, as the total, rather than hidden behind it."""
+    keys = sorted(k for k in train if k.startswith('loss'))
+    drawn = {k: [k] for k in keys}
+    total = train.get('loss')
+    for key in keys:
+        if key != 'loss' and total is not None and train[key].keys() == total.keys() and \
+                np.allclose([train[key][s] for s in total], list(total.values())):
+            drawn['loss'].append(drawn.pop(key)[0])
+    return drawn
+
+
+def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Path) -> dict[str, tuple]:
+    """Write the curves to ``out``; returns each validation metric's y-axis range."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+
+    from heads.engine.logs import metric_bounds, metric_names
     names = metrics or sorted({key for scalars in runs.values() for key in metric_names(scalars)})
     fig, axes = plt.subplots(1, 2 + len(names), figsize=(4.2 * (2 + len(names)), 3.4), squeeze=False)
     loss_ax, lr_ax, *metric_axes = axes[0]
     for colour, (run, scalars) in zip(plt.cm.tab10.colors * 10, runs.items()):
-        for key in sorted(k for k in scalars['train'] if k.startswith('loss')):
+        for key, same in loss_terms(scalars['train']).items():
             steps, values = curve(scalars['train'][key])
-            label = f'{run} {key}'
+            label = f"{run} {' = '.join(same)}"
             loss_ax.plot(steps, values, color=colour, alpha=0.25, linewidth=0.8)
             loss_ax.plot(steps, moving_average(values, smooth), color=colour, label=label,
                          linestyle='-' if key == 'loss' else ':')
@@ -58,21 +73,32 @@ def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Pat
             lr_ax.plot(*curve(scalars['train']['lr']), color=colour, label=run)
         for ax, name in zip(metric_axes, names):
             if name in scalars['val']:
-                ax.plot(*curve(scalars['val'][name]), color=colour, marker='o', markersize=3, label=run)
+                steps, values = curve(scalars['val'][name])
+                ax.plot(steps, values, color=colour, marker='o', markersize=3 if len(steps) > 1 else 6, label=run)
+                if len(steps) == 1:  # one validation: its value written next to the point
+                    ax.annotate(f'{values[0]:.4g}', (steps[0], values[0]), xytext=(5, 5), textcoords='offset points',
+                                color=colour, fontsize=8)
     for ax, title in zip(axes[0], ['training loss', 'learning rate', *(f'validation {n}' for n in names)]):
         ax.set_title(title)
         ax.set_xlabel('iteration')
         ax.grid(alpha=0.3)
+    for ax, name in zip(metric_axes, names):  # never beyond what the metric can be (e.g. 100 %)
+        bounds = metric_bounds(name)
+        if bounds:
+            low, high = ax.get_ylim()
+            ax.set_ylim(max(low, bounds[0]), min(high, bounds[1]))
     loss_ax.legend(fontsize=7)
     lr_ax.ticklabel_format(axis='y', style='sci', scilimits=(-3, 3))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
+    return {name: ax.get_ylim() for ax, name in zip(metric_axes, names)}
 
 
 def main(argv=None) -> dict[str, dict]:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
+    from heads.engine.logs import read_scalars
     runs = {Path(work_dir).name: read_scalars(work_dir) for work_dir in args.work_dirs}
     plot(runs, args.metrics, args.smooth, Path(args.out))
     print(f"{len(runs)} run(s) -> {args.out}")

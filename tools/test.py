@@ -1,7 +1,8 @@
-"""Evaluate a checkpoint on a config's test set and print a results table.
+"""Evaluate a checkpoint on a config's test set: the metrics (and, for segmentation, a per-class table).
 
     python tools/test.py configs/dpt_vitb_camvid.py work_dirs/dpt_vitb_camvid/iter_8000.pth
     python tools/test.py CONFIG CHECKPOINT --tta --show-dir work_dirs/show    # flip TTA; pictures per image
+    python tools/test.py CONFIG CHECKPOINT --out results.json                # metrics and per-class rows as JSON
 """
 from __future__ import annotations
 
@@ -10,38 +11,32 @@ import json
 import sys
 from pathlib import Path
 
+from mmengine.config import DictAction
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import heads  # noqa: E402,F401  (registers this project's parts)
-from heads.engine.launch import DictAction, load_config, setup_launcher  # noqa: E402
-from zoo import load_pretrained  # noqa: E402
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config')
+    parser.add_argument('config', help='the config the checkpoint was trained with')
     parser.add_argument('checkpoint', help='an mmengine .pth checkpoint or a .safetensors state dict')
-    parser.add_argument('--work-dir')
+    parser.add_argument('--work-dir', help='where the evaluation log goes (default work_dirs/<config name>)')
     parser.add_argument('--show-dir', help='write [image | ground truth | prediction] pictures here')
     parser.add_argument('--tta', action='store_true', help='flip test-time augmentation')
     parser.add_argument('--data-root', help="override every dataset's data_root")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None)
-    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none')
-    parser.add_argument('--out', help='also write the metrics as JSON here')
-    return parser.parse_args(argv)
-
-
-def results_table(metrics: dict, per_class=None) -> str:
-    lines = ['| metric | value |', '|---|---|'] + [f'| {k} | {v:.4g} |' for k, v in metrics.items()]
-    if per_class:
-        keys = [k for k in per_class[0] if k != 'class']
-        lines += ['', '| class | ' + ' | '.join(keys) + ' |', '|---|' + '---|' * len(keys)]
-        lines += [f"| {row['class']} | " + ' | '.join(f'{row[k]:.2f}' for k in keys) + ' |' for row in per_class]
-    return '\n'.join(lines)
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
+                        help='override config keys, e.g. test_dataloader.batch_size=1')
+    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
+                        help="'pytorch' under torchrun (the test set split across processes)")
+    parser.add_argument('--out', help='also write the metrics (and per-class rows) as JSON here')
+    return parser
 
 
 def main(argv=None) -> dict:
+    args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
-    args = parse_args(argv)
+    from heads.engine.launch import load_config, setup_launcher
+    from zoo import load_pretrained
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.tta:
         cfg.model.setdefault('test_cfg', {})['flip'] = True
@@ -52,11 +47,11 @@ def main(argv=None) -> dict:
     setup_launcher(cfg, args.launcher)
     runner = ZooRunner.from_cfg(cfg)
     load_pretrained(runner.model, args.checkpoint, format='zoo')
-    metrics = runner.test()
-    per_class = getattr(runner.test_evaluator.metrics[0], 'per_class', None)
-    print(results_table(metrics, per_class))
+    metrics = runner.test()  # logs the metrics (and the metric's per-class table) once
     if args.out:
-        Path(args.out).write_text(json.dumps(metrics, indent=2))
+        per_class = getattr(runner.test_evaluator.metrics[0], 'per_class', None)
+        Path(args.out).write_text(json.dumps({**metrics, **({'per_class': per_class} if per_class else {})},
+                                             indent=2))
     return metrics
 
 

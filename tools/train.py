@@ -11,15 +11,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from mmengine.config import DictAction
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import heads  # noqa: E402,F401  (registers this project's parts)
-from heads.engine.launch import (DictAction, enable_autocast, enable_deterministic, enable_resume, load_config,  # noqa: E402
-                                 setup_launcher)
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config')
+    parser.add_argument('config', help='an mmengine config file, e.g. configs/quickstart.py')
     parser.add_argument('--work-dir', help='where logs and checkpoints go (default work_dirs/<config name>)')
     parser.add_argument('--resume', nargs='?', const='auto', default=None,
                         help='resume from this checkpoint, or (no value) from the latest in the work dir')
@@ -27,15 +26,17 @@ def parse_args(argv=None):
     parser.add_argument('--deterministic', action='store_true',
                         help='deterministic algorithms (same result on every run of the same machine)')
     parser.add_argument('--data-root', help="override every dataset's data_root")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None,
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
                         help='override config keys, e.g. train_cfg.max_iters=100')
-    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none')
-    return parser.parse_args(argv)
+    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
+                        help="'pytorch' under torchrun (one process per GPU, or gloo processes on CPU)")
+    return parser
 
 
 def main(argv=None):
+    args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
-    args = parse_args(argv)
+    from heads.engine.launch import enable_autocast, enable_deterministic, enable_resume, load_config, setup_launcher
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.amp:
         enable_autocast(cfg)

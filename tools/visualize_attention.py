@@ -1,9 +1,9 @@
-"""Attention maps of a backbone on an image: per layer and head, for the CLS token or a chosen query patch, plus
+r"""Attention maps of a backbone on an image: per layer and head, for the CLS token or a chosen query patch, plus
 attention rollout, overlaid on the image. The weights are the model's own, from the core's explicit attention
 path (zoo.attention_maps.record_attention).
 
     python tools/visualize_attention.py vit_small_patch16_224 street.jpg --checkpoint vit_s.safetensors
-    python tools/visualize_attention.py configs/dpt_vitt4_camvid_cpu.py street.png \\
+    python tools/visualize_attention.py configs/dpt_vitt4_camvid_cpu.py street.png \
         --checkpoint work_dirs/dpt_vitt4_camvid_cpu/iter_400.pth --head all --out attention.png
     python tools/visualize_attention.py cvt_13_224 street.jpg --query 0.7,0.3 --layer -1 -2
 
@@ -11,31 +11,34 @@ Panels: one per self-attention layer (``--layer`` picks them by index, negative 
 heads (``--head 3``: that head; ``--head all``: a row per layer, mean then every head), then the rollout through
 the layers of the last token grid (where rollout is defined: keys and queries the same tokens). Query: ``cls`` (the first
 prefix token; default when the layer has one) or ``Y,X`` in [0, 1] of the image (default: its centre).
+Without --checkpoint the backbone has random weights: the tool says so, in its output and in the picture's title.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import zoo  # noqa: E402
-from heads.features import input_size  # noqa: E402
-from heads.image_io import read_rgb, write_rgb  # noqa: E402
+from heads.image_io import read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
 from heads.visualize import caption, heatmap, overlay, side_by_side  # noqa: E402
-from zoo.attention_maps import AttentionMap, record_attention, rollout  # noqa: E402
+
+if TYPE_CHECKING:
+    from zoo.attention_maps import AttentionMap
 
 IMAGENET_MEAN, IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
+RANDOM_WEIGHTS = 'RANDOM weights (no --checkpoint): these maps say nothing about a trained model'
 
 
-def parse_args(argv=None):
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('source', help='a config file (its model.backbone) or a backbone name (zoo.list_backbones())')
-    parser.add_argument('image')
+    parser.add_argument('source', help='a config file (its model.backbone) or a backbone name '
+                                       '(python tools/list_models.py)')
+    parser.add_argument('image', help='an image file')
     parser.add_argument('--checkpoint', help='weights: a training checkpoint of the config, or backbone weights')
     parser.add_argument('--layer', type=int, nargs='+', help='self-attention layers to show (default: all)')
     parser.add_argument('--head', default='mean', help="'mean' (default), 'all', or a head index")
@@ -44,16 +47,17 @@ def parse_args(argv=None):
     parser.add_argument('--size', type=int, default=224, help='short side of the input, rounded to a multiple of 32')
     parser.add_argument('--panel', type=int, default=160, help='short side of each drawn panel, pixels')
     parser.add_argument('--columns', type=int, default=6, help='panels per row (one layer per panel)')
-    parser.add_argument('--out', default='attention.png')
-    return parser.parse_args(argv)
+    parser.add_argument('--out', default='attention.png', help='the PNG to write (default: %(default)s)')
+    return parser
 
 
 def load_backbone(source: str, checkpoint: str | None):
     """(backbone, mean, std) from a config (model built, checkpoint loaded into it) or a backbone name."""
+    import zoo
     if source.endswith('.py'):
-        import heads  # noqa: F401  (registers the task models)
-        from heads.registry import MODELS
         from mmengine.config import Config
+
+        from heads.registry import MODELS
         cfg = Config.fromfile(source)
         model = MODELS.build(cfg.model)
         if checkpoint:
@@ -63,12 +67,14 @@ def load_backbone(source: str, checkpoint: str | None):
     return zoo.create_backbone(source, pretrained=checkpoint).eval(), IMAGENET_MEAN, IMAGENET_STD
 
 
-@torch.no_grad()
 def attention_maps(backbone, image: np.ndarray, mean, std) -> list[AttentionMap]:
     """Every attention call of ``backbone`` on ``image`` ('h w 3' uint8 RGB, already at the input size)."""
+    import torch
+
+    from zoo.attention_maps import record_attention
     mean, std = (torch.tensor(v, dtype=torch.float32).view(3, 1, 1) for v in (mean, std))
     x = (torch.from_numpy(image).permute(2, 0, 1).float() - mean) / std  # h w c -> c h w, normalised
-    with record_attention(backbone, image.shape[:2]) as maps:
+    with torch.no_grad(), record_attention(backbone, image.shape[:2]) as maps:
         backbone(x[None])
     return maps
 
@@ -109,6 +115,7 @@ def rollout_panel(maps: list[AttentionMap], query: str | None) -> tuple[str, np.
     """Rollout through the self-attention layers over the last layer's tokens (for CrossViT: its branch; the
     cross-attention fusion is not part of it), read at the query. None where keys are not the queries (CvT's
     subsampled keys): rollout is undefined there."""
+    from zoo.attention_maps import rollout
     final = maps[-1]
     if final.weights.shape[-2] != final.weights.shape[-1]:
         return None
@@ -139,7 +146,10 @@ def title(picture: np.ndarray, text: str) -> np.ndarray:
 
 
 def main(argv=None) -> np.ndarray:
-    args = parse_args(argv)
+    args = build_parser().parse_args(argv)
+    from heads.features import input_size
+    if args.checkpoint is None:
+        print(f'note: {RANDOM_WEIGHTS}', file=sys.stderr)
     backbone, mean, std = load_backbone(args.source, args.checkpoint)
     original = read_rgb(args.image)
     height, width = input_size(*original.shape[:2], args.size, multiple=32)  # aspect kept, sides multiples of 32
@@ -154,8 +164,10 @@ def main(argv=None) -> np.ndarray:
         rows.append([extra])
     _, query = query_of(maps[-1], args.query)
     marker = None if query == 'CLS' else tuple(float(v) for v in (args.query or '0.5,0.5').split(','))
-    picture = title(draw(image, rows, args.panel, marker), f'{args.source}: attention of the {query} (L = self-attention '
-                                                   f'layer in call order, of {len(maps)})')
+    text = f'{args.source}: attention of the {query} (L = self-attention layer in call order, of {len(maps)})'
+    picture = title(draw(image, rows, args.panel, marker), text)
+    if args.checkpoint is None:
+        picture = title(picture, RANDOM_WEIGHTS)
     write_rgb(args.out, picture)
     print(f"{len(layers)} layers{' + rollout' if extra is not None else ''} -> {args.out}")
     return picture

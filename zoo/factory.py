@@ -31,6 +31,18 @@ def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, gr
 def _finish(model: nn.Module, pretrained, grad_checkpointing: bool) -> nn.Module:
     """Weights, checkpointing, and convolutions kept fp32 under CPU bf16 autocast where the CPU has no bf16
     convolution kernel (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`)."""
-    if pretrained is not None:
+    if pretrained is True:
+        raise ValueError(pretrained_true_message(model.pretrained_cfg['name']))
+    if pretrained is not None and pretrained is not False:  # False: timm's spelling of "no weights"
         load_pretrained(model, pretrained)
     return keep_convs_fp32_on_cpu_autocast(set_grad_checkpointing(model, grad_checkpointing))
+
+
+def pretrained_true_message(name: str) -> str:
+    """What to pass instead of timm's ``pretrained=True``, and how to get such a file."""
+    return (f"pretrained=True: nothing is downloaded here, weights come from local files. Pass a path instead, "
+            f"e.g. pretrained='{name}.safetensors' (.safetensors, .pth, .pt, .bin or a "
+            f"Hugging Face save_pretrained folder; timm's, transformers' or this project's layout). To make one on a "
+            f"machine with internet: `m = timm.create_model({name!r}, pretrained=True); "
+            f"safetensors.torch.save_file(m.state_dict(), '{name}.safetensors')` (or save_pretrained of a "
+            f"transformers model), then copy the file here; tools/convert_weights.py converts other layouts.")

@@ -7,8 +7,9 @@ log_level = 'INFO'
 load_from = None
 resume = False
 default_hooks = dict(
-    timer=dict(type='IterTimerHook'),
-    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
+    timer=dict(type='EtaTimerHook'),  # mmengine's IterTimerHook with an ETA from recent iterations + validations left
+    # mmengine's LoggerHook, plus a run summary and iterations 1, 2, 5, 10, 20 before the first interval
+    logger=dict(type='ProgressLoggerHook', interval=50, log_metric_by_epoch=False),
     param_scheduler=dict(type='ParamSchedulerHook'),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=16000, max_keep_ckpts=3),
     sampler_seed=dict(type='DistSamplerSeedHook'),

@@ -6,10 +6,9 @@ from pathlib import Path
 
 from mmengine.logging import print_log
 
+from ..image_io import IMAGE_SUFFIXES
 from ..registry import DATASETS
 from .base import DenseDataset
-
-IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.webp', '.tif', '.tiff')
 
 
 @DATASETS.register_module()

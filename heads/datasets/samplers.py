@@ -5,7 +5,7 @@ import itertools
 
 import torch
 from mmengine.dist import get_dist_info, sync_random_seed
-from mmengine.registry import DATA_SAMPLERS
+from ..registry import DATA_SAMPLERS
 from torch.utils.data import Sampler
 
 

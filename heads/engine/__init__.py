@@ -1,12 +1,14 @@
 """mmengine glue: a Runner with atomic, safely loaded checkpoints; hooks for safe checkpoints, exact resumes and
-divergence; autocast training; layer-wise learning-rate decay; prediction pictures."""
+divergence; progress and a short console; autocast training; layer-wise learning-rate decay; prediction pictures."""
 from .autocast import AutocastOptimWrapper
 from .layer_decay import LayerDecayOptimWrapperConstructor
 from .non_finite import DivergedError, NonFiniteLossHook
+from .progress import EtaTimerHook, ProgressLoggerHook
 from .rng_state import RngStateHook
 from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
 from .visualization import PredictionVisualizationHook
 
-__all__ = ['AutocastOptimWrapper', 'DivergedError', 'LayerDecayOptimWrapperConstructor', 'NonFiniteLossHook',
-           'PredictionVisualizationHook', 'RngStateHook', 'SafeCheckpointHook', 'ZooRunner']
+__all__ = ['AutocastOptimWrapper', 'DivergedError', 'EtaTimerHook', 'LayerDecayOptimWrapperConstructor',
+           'NonFiniteLossHook', 'PredictionVisualizationHook', 'ProgressLoggerHook', 'RngStateHook',
+           'SafeCheckpointHook', 'ZooRunner']

@@ -1,14 +1,12 @@
 """Turning command-line choices into an mmengine config: paths, resume, autocast, distributed on CPU."""
 from __future__ import annotations
 
-import argparse
-import json
 import os
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from mmengine.config import Config, DictAction  # noqa: F401  (DictAction re-exported for the tools)
+from mmengine.config import Config
 
 from .config_check import check_config_keys
 
@@ -16,17 +14,6 @@ DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 #: Hooks every run gets (added when a config does not list them): weights-only-loadable checkpoints, the torch
 #: generator state in checkpoints for exact resumes, a stop at the first non-finite loss.
 REQUIRED_HOOKS = ('SafeCheckpointHook', 'RngStateHook', 'NonFiniteLossHook')
-
-
-def json_object(text: str) -> dict:
-    """An argparse ``type`` for keyword-argument options such as ``--backbone-kwargs '{"depth": 2}'``."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({err}): {text!r}") from err
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object like '{{\"depth\": 2}}', got {text!r}")
-    return value
 
 
 def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from mmengine.optim import DefaultOptimWrapperConstructor
-from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
+from ..registry import OPTIM_WRAPPER_CONSTRUCTORS
 from torch import nn
 
 BLOCK = re.compile(r'^((?:stages\.\d+\.)?blocks\.\d+)\.')

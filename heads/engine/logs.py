@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 #: Keys of mmengine's records that count, rather than measure.
 COUNTERS = ('step', 'iter', 'epoch')
 #: Keys that time the run: logged with training and validation records alike, not results.
 TIMING = ('time', 'data_time', 'memory')
+#: Validation metrics' possible ranges: percentages (IoUMetric, AccuracyMetric) and fractions (DepthMetric's
+#: threshold accuracies d1..d3, pycocotools' average precision and recall).
+PERCENT_METRICS = re.compile(r'^(aAcc|mIoU|mAcc|mDice|mFscore|top\d+)$')
+FRACTION_METRICS = re.compile(r'^(d[123]|.*(mAP|AP|AR)(_\w+)?)$')
 
 
 def read_scalars(work_dir) -> dict[str, dict[str, dict[int, float]]]:
@@ -37,3 +42,14 @@ def metric_names(scalars: dict) -> list[str]:
 def last_metrics(scalars: dict) -> dict[str, float]:
     """Each validation metric at the last step it was logged."""
     return {key: scalars['val'][key][max(scalars['val'][key])] for key in metric_names(scalars)}
+
+
+def metric_bounds(name: str) -> tuple[float, float] | None:
+    """The range a validation metric lies in by its definition: (0, 100) for percentages, (0, 1) for fractions,
+    None when unbounded or unknown."""
+    name = name.split('/')[-1]
+    if PERCENT_METRICS.match(name):
+        return 0.0, 100.0
+    if FRACTION_METRICS.match(name):
+        return 0.0, 1.0
+    return None

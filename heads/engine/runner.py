@@ -32,6 +32,7 @@ from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weig
 
 from ..durable import replace_durably
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
+from .console import show_essentials_on_console
 from .class_count import more_classes_message
 
 PARTIAL_SUFFIX = '.partial'
@@ -106,6 +107,11 @@ def remove_partials(work_dir) -> list[Path]:
 class ZooRunner(Runner):
     """:class:`mmengine.runner.Runner` with durable checkpoint writes and safe, strict, explained reads (see the
     module docstring)."""
+
+    def build_logger(self, *args, **kwargs):
+        logger = super().build_logger(*args, **kwargs)
+        show_essentials_on_console(logger)  # the environment, config and hook table go to the log file only
+        return logger
 
     # ------------------------------------------------------------------------------------------- writing
     def register_default_hooks(self, hooks=None) -> None:

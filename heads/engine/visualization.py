@@ -10,7 +10,7 @@ from mmengine.runner import BaseLoop
 
 from ..image_io import write_rgb
 from ..registry import HOOKS
-from ..visualize import colorize_depth, colorize_labels, default_palette, draw_boxes, side_by_side
+from ..visualize import caption, colorize_depth, colorize_labels, default_palette, draw_boxes, legend, side_by_side
 
 
 @HOOKS.register_module()
@@ -18,7 +18,8 @@ class PredictionVisualizationHook(Hook):
     """Rows of [image | ground truth | prediction] for the first ``max_images`` validation images (label maps, depth,
     or boxes: detections scoring at least ``score_thr``), written to
     ``work_dir/<grid_file>`` after each validation and given to the visualizer's backends (TensorBoard: images
-    tab, one per validation step); with ``show_dir`` every test image is written there too.
+    tab, one per validation step); with ``show_dir`` every test image is written there too. The columns are
+    titled, and segmentation pictures carry a legend of the classes they show, in the dataset's colours.
     """
 
     def __init__(self, grid_file: str = 'predictions.png', max_images: int = 4, show_dir: str | None = None,
@@ -26,18 +27,21 @@ class PredictionVisualizationHook(Hook):
         self.grid_file, self.max_images, self.show_dir = grid_file, max_images, show_dir
         self.score_thr = score_thr  # detections drawn
         self._rows: list[list[np.ndarray]] = []
+        self._shown: set[int] = set()
+        self._kind: str | None = None  # 'segmentation', 'depth' or 'detection', from the model's outputs
 
     def before_val_epoch(self, runner) -> None:
-        self._rows = []
+        self._rows, self._shown = [], set()
 
     def after_val_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
         for image, sample in zip(data_batch['inputs'], outputs):
             if len(self._rows) < self.max_images:
                 self._rows.append(self._panels(runner, image, sample))
+                self._shown |= self._classes_shown(sample)
 
     def after_val_epoch(self, runner, metrics=None) -> None:
         if self._rows:
-            grid = side_by_side(self._rows)
+            grid = self._picture(runner, self._rows, self._shown, self._column_titles(self._kind))
             path = write_rgb(Path(runner.work_dir) / self.grid_file, grid)
             runner.visualizer.add_image('val_predictions', grid, step=runner.iter)  # TensorBoard's images tab
             runner.logger.info(f"predictions next to ground truth: {path}")
@@ -47,11 +51,42 @@ class PredictionVisualizationHook(Hook):
             return
         for image, sample in zip(data_batch['inputs'], outputs):
             name = Path(str(sample.metainfo.get('img_path', f'{batch_idx}'))).stem + '.png'
-            picture = side_by_side([self._panels(runner, image, sample)])
+            panels = self._panels(runner, image, sample)
+            picture = self._picture(runner, [panels], self._classes_shown(sample), self._column_titles(self._kind))
             write_rgb(Path(self.show_dir) / name, picture)
+
+    def _picture(self, runner, rows: list[list[np.ndarray]], shown: set[int], titles: list[str]) -> np.ndarray:
+        """The rows under titled columns, with a legend of the ``shown`` classes on the right (segmentation)."""
+        first = [caption(panel, title) for panel, title in zip(rows[0], titles)]
+        first += rows[0][len(first):]
+        grid = side_by_side([first, *rows[1:]])
+        if self._kind != 'segmentation' or not shown:
+            return grid
+        meta = self._meta(runner)
+        classes = list(meta.get('classes') or ())
+        palette = self._palette(runner, max(shown) + 1)
+        ids = sorted(shown)
+        names = [classes[i] if i < len(classes) else f'class {i}' for i in ids]
+        return np.concatenate([grid, legend(names, [palette[i] for i in ids], grid.shape[0])], axis=1)
+
+    @staticmethod
+    def _column_titles(kind: str | None) -> list[str]:
+        if kind == 'detection':
+            return ['image', 'ground truth', 'detections']
+        if kind == 'depth':
+            return ['image', 'ground-truth depth', 'predicted depth']
+        return ['image', 'ground truth', 'prediction']
+
+    def _classes_shown(self, sample) -> set[int]:
+        """Class ids in the sample's ground truth and prediction (segmentation; ignored pixels left out)."""
+        if 'pred_sem_seg' not in sample:
+            return set()
+        maps = [sample.pred_sem_seg.data] + ([sample.gt_sem_seg.data] if 'gt_sem_seg' in sample else [])
+        return {int(c) for m in maps for c in m.unique().tolist() if int(c) != 255}
 
     def _panels(self, runner, image, sample) -> list[np.ndarray]:
         rgb = np.ascontiguousarray(image.cpu().numpy().transpose(1, 2, 0))
+        self._kind = 'detection' if 'boxes' in sample else 'segmentation' if 'pred_sem_seg' in sample else 'depth'
         if 'boxes' in sample:  # detection: ground truth and detections scoring at least score_thr, boxes drawn
             return self._box_panels(runner, rgb, sample)
         if 'pred_sem_seg' in sample:

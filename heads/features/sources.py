@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..datasets.coco import load_coco
-from ..datasets.image_folder import IMAGE_SUFFIXES
+from ..image_io import images_in
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,5 @@ def coco_images(ann_file, image_dir) -> list[ImageEntry]:
 def folder_images(folder) -> list[ImageEntry]:
     """The images under ``folder`` (recursively, sorted); id and file_name are the relative POSIX path."""
     folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"image folder {folder} does not exist")
-    paths = sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-    if not paths:
-        raise ValueError(f"folder {folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
-    return [ImageEntry(p.relative_to(folder).as_posix(), p.relative_to(folder).as_posix(), p) for p in paths]
+    return [ImageEntry(p.relative_to(folder).as_posix(), p.relative_to(folder).as_posix(), p)
+            for p in images_in(folder)]

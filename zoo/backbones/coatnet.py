@@ -24,7 +24,7 @@ from torch import nn
 from ..core import (Attention, Block, ConvBN, DropPath, FusedQKV, LayerNorm6, RelPosBias, RelPosMlp, activate,
                     grad_free, init_linear)
 from ..registry import register_variant
-from .common import pair, tap_indices
+from .common import drop_path_rates, pair, tap_indices
 
 ACTS = {'gelu': nn.GELU, 'silu': nn.SiLU, 'relu': nn.ReLU}
 HEAD_DIM = 32  # attention head width of every CoAtNet
@@ -217,11 +217,11 @@ class CoAtNetEncoder(nn.Module):
         size = pair(img_size)
         self.embed_dims = list(embed_dims)
         self.stem = Stem(in_chans, stem_widths, ACTS[act])
-        rates = torch.linspace(0, drop_path_rate, sum(depths)).split(list(depths))
+        rates = drop_path_rates(drop_path_rate, list(depths))
         grid, in_dim = half(size), stem_widths[-1]
         self.stages = nn.ModuleList()
         for i in range(len(depths) if num_stages is None else num_stages):
-            grid, rate = half(grid), rates[i].tolist()
+            grid, rate = half(grid), rates[i]
             if block_types[i] == 'C':
                 stage = ConvStage(*(
                     MBConv(in_dim if j == 0 else embed_dims[i], embed_dims[i], 2 if j == 0 else 1, act=act,

@@ -20,3 +20,13 @@ def tap_indices(out_indices, default, count: int, what: str, distinct: bool = Fa
         raise ValueError(f"out_indices must be {'distinct ' if distinct else ''}increasing {what} indices in "
                          f"[0, {count}), got {out_indices}")
     return taps
+
+
+def drop_path_rates(rate: float, depths) -> list[list[float]]:
+    """Stochastic depth rising linearly from 0 at the first block to ``rate`` at the last, over all stages, split
+    into one list per stage of ``depths`` (the rule of timm's hierarchical models). Plain floats: no tensor is made,
+    so models build on the meta device too."""
+    total = sum(depths)
+    flat = [rate * i / max(total - 1, 1) for i in range(total)]
+    starts = [sum(depths[:i]) for i in range(len(depths))]
+    return [flat[start:start + depth] for start, depth in zip(starts, depths)]

@@ -21,7 +21,7 @@ from ..core import (Attention, Block, Checkpointable, DropPath, LearnedPosEmbed,
                     SeparateQKV, init_linear)
 from ..core.resize import interpolate
 from ..registry import register_variant
-from .common import pair, tap_indices
+from .common import drop_path_rates, pair, tap_indices
 
 
 def multi_conv_stem(patch_size: int, in_chans: int, dim: int) -> nn.Sequential:
@@ -137,10 +137,10 @@ class CrossViTEncoder(nn.Module):
                                       for s, p, d in zip(img_scales, patch_sizes, embed_dims))
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
         per_block = [max(d[:-1]) for d in depths]  # blocks of the deepest branch (+ 0 cross layers)
-        rates = torch.linspace(0, drop_path_rate, sum(per_block)).split(per_block)
+        rates = drop_path_rates(drop_path_rate, per_block)
         self.blocks = nn.ModuleList(
             MultiScaleBlock(embed_dims, depths[k][:-1], num_heads, mlp_ratios, qkv_bias, norm_layer, drop_rate,
-                            attn_drop_rate, rates[k].tolist())
+                            attn_drop_rate, rates[k])
             for k in range(len(depths) if num_blocks is None else num_blocks))
         self.apply(init_linear)
 

@@ -1,4 +1,5 @@
-"""Benchmarks of whole dense models (backbone + DPT neck + head) built from configs; used by tools/benchmark.py.
+"""Benchmarks of whole dense models (backbone + DPT neck + head) built from configs (``tools/benchmark.py --dense``
+and ``--sweep``).
 
 - :func:`benchmark_models`: forward (and training) img/s, achieved GFLOP/s against this machine's matmul rate
   measured in the same rounds, and peak memory, for each model x dtype x layout x batch (x checkpointing, x compile);
@@ -14,9 +15,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-import heads
 from zoo.core import set_fused_attention, set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, median, peak_memory, seconds_of
+
+from ..registry import MODELS
 
 DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
 
@@ -67,7 +69,7 @@ def forward_against_matmul(forward, flops: float, device: torch.device, dtype: s
 def build_model(cfg, device: str, channels_last: bool = True, checkpointing: bool = False):
     model_cfg = copy.deepcopy(cfg.model)
     model_cfg.channels_last = channels_last
-    model = heads.MODELS.build(model_cfg).to(device)
+    model = MODELS.build(model_cfg).to(device)
     return set_grad_checkpointing(model, checkpointing)
 
 

@@ -1,0 +1,204 @@
+"""Backbones compared under one experiment (``tools/compare.py``): the same training and evaluation per backbone,
+then one table (Markdown + CSV) and one plot of the validation metric against cost and speed.
+
+Speeds are only comparable when the machine was equally free for every row: the forward pass is timed in rounds
+alternating with a fixed matrix product (:func:`heads.benchmark.dense.forward_against_matmul`), and a row whose
+matmul rate is below :data:`BUSY_SHARE` of the best in the table is marked busy (measure it again on a quiet
+machine: delete its ``result.json``)."""
+from __future__ import annotations
+
+import ast
+import copy
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoo.profiling import count_macs, count_params, peak_memory
+
+from ..engine import ZooRunner
+from ..engine.config_diff import differing_keys
+from ..engine.logs import last_metrics, read_scalars
+from ..registry import MODELS
+from .dense import forward_against_matmul, forward_fn
+from .tables import markdown
+
+COLUMNS = ['backbone', 'params_M', 'GMACs', 'forward_img_s', 'train_img_s', 'train_peak_MiB', 'matmul_GFLOP_s',
+           'busy']
+#: A row measured while the matmul rate was below this share of the table's best is marked busy.
+BUSY_SHARE = 0.75
+
+
+def check_only_backbones_differ(configs: dict) -> None:
+    """Raise ValueError naming every key outside ``model.backbone`` that differs from the first config."""
+    (first_name, first), *rest = configs.items()
+    ignored = ('model.backbone', 'work_dir')
+    problems = []
+    for name, cfg in rest:
+        keys = sorted(k for k in differing_keys(first, cfg) if not k.startswith(ignored))
+        if keys:
+            problems.append(f"{name} vs {first_name}: {', '.join(keys)}")
+    if problems:
+        raise ValueError("the compared experiments must be identical except model.backbone; these keys differ:\n  "
+                         + "\n  ".join(problems))
+
+
+def parse_backbone(spec: str) -> tuple[str, dict]:
+    """'name' or 'name:{"depth": 4}' -> (name, options)."""
+    name, _, options = spec.partition(':')
+    return name, (ast.literal_eval(options) if options else {})
+
+
+def backbone_configs(base, specs: list[str]) -> dict:
+    configs = {}
+    for spec in specs:
+        name, options = parse_backbone(spec)
+        cfg = copy.deepcopy(base)
+        keep = {k: v for k, v in base.model.backbone.items() if k in ('drop_path_rate',)}
+        cfg.model.backbone = dict(type='ZooBackbone', name=name, pretrained=None, **keep, **options)
+        label = name if name not in configs else f'{name}-{len(configs)}'  # the same backbone with other options
+        configs[label] = cfg
+    return configs
+
+
+def crop_size(cfg) -> tuple[int, int]:
+    """(h, w) the training pipeline feeds the model: its RandomCrop, else the config's ``crop_size``/``size``."""
+    for step in cfg.train_dataloader.dataset.get('pipeline', []):
+        if step.get('type') == 'RandomCrop':
+            return tuple(step['crop_size'])
+    for key in ('crop_size', 'size'):
+        if key in cfg:
+            return tuple(cfg[key])
+    raise ValueError("cannot tell the training crop: add a RandomCrop to the train pipeline or set crop_size")
+
+
+def quick(cfg, iters: int, val_samples: int) -> None:
+    """Shrink an iteration-based experiment in place for a first try: at most ``iters`` training iterations, one
+    validation at the end on the first ``val_samples`` samples, one checkpoint."""
+    iters = min(cfg.train_cfg.max_iters, iters)
+    cfg.train_cfg.update(max_iters=iters, val_interval=iters)
+    cfg.default_hooks.checkpoint.interval = iters
+    cfg.val_dataloader.dataset.indices = val_samples
+
+
+def training_seconds_per_iter(runner) -> float | None:
+    """Mean seconds of the run's training iterations after its first (which carries the start-up); None when it
+    ran fewer than two."""
+    times = runner.message_hub.get_scalar('train/time').data[0] if 'train/time' in runner.message_hub.log_scalars \
+        else []
+    return float(np.mean(times[1:])) if len(times) > 1 else None
+
+
+def measure(cfg, batch: int) -> dict:
+    """Size, cost, inference throughput (with the machine's matmul rate timed in the same rounds) and training
+    peak memory of the experiment's model at its crop."""
+    model = MODELS.build(copy.deepcopy(cfg.model))
+    h, w = crop_size(cfg)
+    x = torch.randn(batch, 3, h, w)
+    model.eval()
+    macs = count_macs(model, x[:1])
+    seconds, matmul_rate, _ = forward_against_matmul(forward_fn(model, x, 'fp32'), 2 * macs * batch, x.device,
+                                                     'fp32', iters=3, warmup=1)
+    row = {'params_M': count_params(model) / 1e6, 'GMACs': macs / 1e9, 'forward_img_s': batch / seconds,
+           'matmul_GFLOP_s': matmul_rate}
+    model.train()
+    with peak_memory(x.device) as mem:
+        model(x, mode='tensor').float().mean().backward()
+    row['train_peak_MiB'] = mem['peak_mib']
+    return row
+
+
+def run_one(name: str, cfg, out: Path) -> dict:
+    """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure; cached in result.json."""
+    work_dir = out / name
+    result_file = work_dir / 'result.json'
+    if result_file.exists():
+        return json.loads(result_file.read_text())
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cfg = copy.deepcopy(cfg)
+    cfg.work_dir = str(work_dir)
+    if (work_dir / 'last_checkpoint').exists():
+        cfg.resume, cfg.load_from = True, None
+    runner = ZooRunner.from_cfg(cfg)
+    runner.train()
+    seconds_per_iter = training_seconds_per_iter(runner)
+    batch = cfg.train_dataloader.batch_size
+    row = {'backbone': name, **measure(cfg, batch),
+           'train_img_s': batch / seconds_per_iter if seconds_per_iter else None,
+           **last_metrics(read_scalars(work_dir))}
+    result_file.write_text(json.dumps(row, indent=1))
+    return row
+
+
+def mark_busy(rows: list[dict]) -> None:
+    """Set each row's ``busy`` to the share of the table's best matmul rate it was measured at, when below
+    :data:`BUSY_SHARE` (else '')."""
+    rates = [r['matmul_GFLOP_s'] for r in rows if r.get('matmul_GFLOP_s')]
+    for row in rows:
+        share = row['matmul_GFLOP_s'] / max(rates) if row.get('matmul_GFLOP_s') else None
+        row['busy'] = f'yes: matmul at {share:.0%} of best' if share is not None and share < BUSY_SHARE else ''
+
+
+def notes(rows: list[dict]) -> list[str]:
+    """Explanations of the empty or flagged cells of the table."""
+    lines = []
+    if any(r.get('train_img_s') is None for r in rows):
+        lines.append('- train_img_s is empty where the run timed fewer than two training iterations '
+                     '(the first one carries the start-up and is not counted).')
+    if any(r.get('busy') for r in rows):
+        lines.append(f'- busy: the machine did less than {BUSY_SHARE:.0%} of its best matmul rate while the row was '
+                     f'measured; its speeds are not comparable. Delete OUT/<backbone>/result.json and rerun with '
+                     f'nothing else running to measure it again.')
+    return lines
+
+
+def write_table(rows: list[dict], out: Path, header: str) -> list[str]:
+    """compare.csv and compare.md (with :func:`notes` under the table); returns the validation metrics' names."""
+    mark_busy(rows)
+    metric_keys = sorted({k for r in rows for k in r} - set(COLUMNS))
+    columns = COLUMNS + metric_keys
+    with open(out / 'compare.csv', 'w', newline='') as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    table = markdown([{k: ('' if v is None else v) for k, v in r.items()} for r in rows], header, columns, '')
+    explained = notes(rows)
+    (out / 'compare.md').write_text(table + ('\n' + '\n'.join(explained) + '\n' if explained else ''))
+    return metric_keys
+
+
+def label_groups(points: list[tuple[float, float, str]], tolerance: float = 0.02) -> list[tuple[float, float, str]]:
+    """(x, y, label) points closer than ``tolerance`` of the axes' ranges on both axes merged into one point whose
+    label lists theirs, one per line, so that coinciding points' labels do not overlap."""
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    groups: list[list[tuple[float, float, str]]] = []
+    for point in points:
+        group = next((g for g in groups if abs(g[0][0] - point[0]) <= tolerance * span_x
+                      and abs(g[0][1] - point[1]) <= tolerance * span_y), None)
+        if group is None:
+            groups.append([point])
+        else:
+            group.append(point)
+    return [(g[0][0], g[0][1], '\n'.join(p[2] for p in g)) for g in groups]
+
+
+def plot(rows: list[dict], metric: str, out: Path) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, label in zip(axes, ('GMACs', 'forward_img_s'), ('GMACs at the training crop', 'forward img/s')):
+        points = [(r[key], r[metric], r['backbone'] + (' (busy)' if r.get('busy') else '')) for r in rows
+                  if r.get(key) is not None and r.get(metric) is not None]
+        ax.scatter([p[0] for p in points], [p[1] for p in points])
+        for x, y, text in label_groups(points) if points else []:
+            ax.annotate(text, (x, y), fontsize=8, xytext=(3, 3), textcoords='offset points', va='bottom')
+        ax.set_xlabel(label)
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / 'compare.png', dpi=120)
+    plt.close(fig)

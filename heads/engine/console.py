@@ -1,0 +1,71 @@
+"""What a run prints on the console: a summary of the run, progress and results. Everything else mmengine logs
+(the environment, the whole config, the hook table, per-parameter optimizer options, deprecation notices about its
+own internals) still goes to the run's log file, ``<work_dir>/<timestamp>/<timestamp>.log``."""
+from __future__ import annotations
+
+import logging
+
+from mmengine.model import is_model_wrapper
+
+#: Starts of mmengine's messages that stay in the log file only.
+LOG_FILE_ONLY = (
+    'System environment:', '-' * 20, 'Config:', 'Hooks will be executed in the following order',
+    'paramwise_options --', 'Distributed training is not used', 'Exp name:', 'Checkpoints will be saved to',
+    '"FileClient" will be deprecated', '"HardDiskBackend" is the alias', 'Saving checkpoint at',
+    'Load checkpoint from',
+)
+
+
+class ConsoleFilter(logging.Filter):
+    """Drops the records of :data:`LOG_FILE_ONLY` from the handler it is added to."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().lstrip().startswith(LOG_FILE_ONLY)
+
+
+def show_essentials_on_console(logger: logging.Logger) -> None:
+    """Add :class:`ConsoleFilter` to ``logger``'s console handlers (not to its file handler)."""
+    for handler in logger.handlers:
+        if type(handler) is logging.StreamHandler and not any(isinstance(f, ConsoleFilter) for f in handler.filters):
+            handler.addFilter(ConsoleFilter())
+
+
+def count(n: float) -> str:
+    """3_456_789 -> '3.46 M'."""
+    for unit, size in (('G', 1e9), ('M', 1e6), ('k', 1e3)):
+        if n >= size:
+            return f'{n / size:.3g} {unit}'
+    return f'{n:g}'
+
+
+def describe_model(cfg: dict) -> str:
+    """'Segmentor (ZooBackbone vit_tiny_patch16_224, DPTNeck, DPTSegHead)' from a model config."""
+    parts = []
+    for key in ('backbone', 'classifier', 'neck', 'decode_head'):
+        part = cfg.get(key)
+        if isinstance(part, dict) and 'type' in part:
+            parts.append(' '.join(str(v) for v in (part['type'], part.get('name')) if v))
+    return f"{cfg.get('type', 'model')} ({', '.join(parts)})" if parts else str(cfg.get('type', 'model'))
+
+
+def run_summary(runner) -> str:
+    """One paragraph about the training run ``runner`` is starting: model, parameters, schedule, data, where the
+    files go."""
+    model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+    params = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    cfg = runner.cfg
+    loop = runner.train_loop
+    lines = [f"{runner.experiment_name}: {describe_model(cfg.get('model', {}))}, {count(params)} parameters"
+             + (f' ({count(trainable)} trainable)' if trainable != params else '')]
+    batch = cfg.get('train_dataloader', {}).get('batch_size')
+    schedule = f'{loop.max_iters} iterations' + (f' of batch {batch}' if batch else '')
+    if runner.iter:
+        schedule += f', resuming after iteration {runner.iter}'
+    interval = getattr(loop, 'val_interval', None)
+    if runner.val_loop is not None and interval:
+        schedule += f', validation every {interval}'
+    lines.append(f'  schedule: {schedule}; {len(runner.train_dataloader.dataset)} training samples')
+    lines.append(f'  work dir: {runner.work_dir} (checkpoints, predictions, TensorBoard); full log and config: '
+                 f'{runner.logger.log_file}')
+    return '\n'.join(lines)
