@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -90,7 +91,9 @@ def _detail(err: Exception) -> str:
 
 def _torch_load(path: Path, kind: str, found: str):
     try:
-        return torch.load(path, map_location='cpu', weights_only=True)
+        with warnings.catch_warnings():  # torch's note on other pickle protocols: our error says more, or none is due
+            warnings.filterwarnings('ignore', message='Detected pickle protocol')
+            return torch.load(path, map_location='cpu', weights_only=True)
     except Exception as err:  # the unpickler and the zip reader raise many types for damaged bytes
         imports = pickle_imports(path) if kind == 'pickle' else []
         if imports or (isinstance(err, pickle.UnpicklingError) and _REFUSED_CODE.search(str(err))):
