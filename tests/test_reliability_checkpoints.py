@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import zoo
+from heads.engine.config_check import ConfigKeyError
 from heads.engine.runner import DiskFullError, latest_complete_checkpoint
 from zoo.weights import (CheckpointMismatchError, CorruptCheckpointError, NotACheckpointError,
                          RemoteCheckpointError)
@@ -96,6 +97,15 @@ def test_remote_checkpoint_paths_are_refused_not_downloaded(tmp_path, option):
         train_tool.main(quick(tmp_path, 1, *extra) + resume)
     with pytest.raises(RemoteCheckpointError, match='https://example.org/w.pth'):
         zoo.create_backbone('vit_tiny_patch16_224', depth=1, pretrained='https://example.org/w.pth')
+
+
+def test_mmengine_pretrained_initialisation_is_refused_before_building(tmp_path):
+    """init_cfg=dict(type='Pretrained') would read (and download) with mmengine's loader."""
+    with pytest.raises(ConfigKeyError, match=r"config key model\.init_cfg\.type: 'Pretrained' initialisation reads "
+                                             r"'https://example\.org/w\.pth' with mmengine's loader.*load_from="):
+        train_tool.main(quick(tmp_path, 1, "model.init_cfg.type=Pretrained",
+                              "model.init_cfg.checkpoint=https://example.org/w.pth"))
+    assert not any(tmp_path.iterdir())
 
 
 # ------------------------------------------------------------------------------------------ 8: not a checkpoint

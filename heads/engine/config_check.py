@@ -1,6 +1,7 @@
 """Config mistakes found before anything is built, each named by its dotted key: a key no component accepts
 (hooks included), a value of the wrong type (checked against the component's ``__init__`` annotations; backbone
-options against the backbone class), and a ``type`` no registry knows."""
+options against the backbone class), a ``type`` no registry knows, and mmengine's 'Pretrained' initialisation
+(it would read a checkpoint past zoo.weights.io's safe reader)."""
 from __future__ import annotations
 
 import difflib
@@ -125,6 +126,17 @@ def _check_backbone(tree: dict, path: str) -> None:
     _check_types(cls, options, path, f"{variant.name} ({cls.__name__})")
 
 
+def _check_not_pretrained_init(tree: dict, path: str) -> None:
+    """mmengine's ``init_cfg=dict(type='Pretrained', checkpoint=...)`` reads with mmengine's own loader (URLs
+    downloaded, no weights-only check): refused in favour of the readers that go through zoo.weights.io."""
+    from mmengine.model.weight_init import PretrainedInit
+    if _registered(tree['type']) is PretrainedInit:
+        raise ConfigKeyError(
+            f"config key {_dotted(path, 'type')}: 'Pretrained' initialisation reads {tree.get('checkpoint')!r} with "
+            f"mmengine's loader, past this project's safe reader (local files, weights-only, checksums); use "
+            f"load_from={tree.get('checkpoint')!r} for a whole model, or the backbone's pretrained= option")
+
+
 def check_config_keys(tree, path: str = '') -> None:
     """Raise :class:`ConfigKeyError` for the first component dict (one with a 'type') holding a key its class
     does not accept, and :class:`ConfigTypeError` for a value its annotation rules out or a 'type' no registry
@@ -132,6 +144,7 @@ def check_config_keys(tree, path: str = '') -> None:
     if isinstance(tree, dict):
         if 'type' in tree:
             _check_unknown_type(tree, path)
+            _check_not_pretrained_init(tree, path)
         cls = _component(tree['type']) if 'type' in tree else None
         accepted = accepted_keys(cls) if cls is not None else None
         if accepted is not None:
