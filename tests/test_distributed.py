@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from zoo.weights.checksum import checksum_mismatch
+
 from .training_logs import logged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +62,9 @@ def run(*args, nproc: int = 1):
 
 
 def assert_one_checkpoint(work_dir: Path, iters: int) -> dict:
-    """Rank 0 alone wrote the final checkpoint: one whole file, no leftover partial one."""
-    assert sorted(p.name for p in work_dir.glob('*.pth*')) == [f'iter_{iters}.pth']
+    """Rank 0 alone wrote the final checkpoint: one whole file and its checksum, no leftover partial one."""
+    assert sorted(p.name for p in work_dir.glob('*.pth*')) == [f'iter_{iters}.pth', f'iter_{iters}.pth.sha256']
+    assert checksum_mismatch(work_dir / f'iter_{iters}.pth') is None
     assert (work_dir / 'last_checkpoint').read_text().strip().endswith(f'iter_{iters}.pth')
     return torch.load(work_dir / f'iter_{iters}.pth', weights_only=True)['state_dict']
 
