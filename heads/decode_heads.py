@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.core import Dropout
+from zoo.core.resize import Upsample
 
 from .registry import MODELS
 
@@ -22,7 +23,7 @@ class DPTSegHead(nn.Module):
         layers = [nn.Conv2d(in_channels, in_channels, 3, padding=1, bias=False), nn.BatchNorm2d(in_channels),
                   nn.ReLU(inplace=True), Dropout(dropout), nn.Conv2d(in_channels, num_classes, 1)]
         if upsample:
-            layers.append(nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True))
+            layers.append(Upsample(scale_factor=2, mode='bilinear', align_corners=True))
         self.head = nn.Sequential(*layers)
         self.num_classes = num_classes
 
@@ -50,7 +51,7 @@ class DPTDepthHead(nn.Module):
         self.projection = nn.Conv2d(in_channels, in_channels, 3, padding=1) if projection else None
         self.head = nn.Sequential(
             nn.Conv2d(in_channels, in_channels // 2, 3, padding=1),
-            nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True),
+            Upsample(scale_factor=2, mode='bilinear', align_corners=True),
             nn.Conv2d(in_channels // 2, 32, 3, padding=1), nn.ReLU(),
             nn.Conv2d(32, 1, 1))
 

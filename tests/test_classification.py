@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.optim import build_optim_wrapper
+from mmengine.registry import DefaultScope
 from mmengine.structures import BaseDataElement
 
 from heads.datasets import ImageFolderDataset
@@ -106,9 +107,10 @@ def test_prediction_scores_and_labels():
 
 
 def lr_scales(model, backbone, rate=0.5):
-    wrapper = build_optim_wrapper(model, dict(
-        optimizer=dict(type='AdamW', lr=1.0, weight_decay=0.05), constructor='LayerDecayOptimWrapperConstructor',
-        paramwise_cfg=dict(layer_decay_rate=rate, backbone=backbone)))
+    with DefaultScope.overwrite_default_scope('heads'):  # as configs set default_scope: this project's registries
+        wrapper = build_optim_wrapper(model, dict(
+            optimizer=dict(type='AdamW', lr=1.0, weight_decay=0.05), constructor='LayerDecayOptimWrapperConstructor',
+            paramwise_cfg=dict(layer_decay_rate=rate, backbone=backbone)))
     return {g['name']: (g['lr'], g['weight_decay']) for g in wrapper.optimizer.param_groups}
 
 
@@ -135,6 +137,20 @@ def test_layer_decay_follows_depth_in_every_family_and_leaves_the_dense_head_alo
     assert backbone == sorted(backbone)  # registration order is depth order: never decreasing
     assert math.isclose(backbone[0], 0.5 ** (blocks + 1)) and math.isclose(backbone[-1], 0.5)
     assert all(lr == 1.0 for key, (lr, _) in groups.items() if not key.startswith('backbone.'))
+
+
+def test_layer_decay_exempts_what_the_model_declares_coatnet_position_tables_included():
+    """The exemptions come from the modules that own the parameters (zoo.core.NoWeightDecay): CoAtNet's relative
+    position tables ('attn.pos_bias.table') get no weight decay, as timm's no_weight_decay lists them."""
+    model = MODELS.build(dict(type='Segmentor', backbone=dict(type='ZooBackbone', name='coatnet_0_rw_224',
+                                                               depths=[1, 1, 1, 1]),
+                              neck=dict(type='DPTNeck', hidden_channels=(16, 16, 16, 16), fusion_channels=16),
+                              decode_head=dict(type='DPTSegHead', num_classes=3, in_channels=16)))
+    groups = lr_scales(model, 'backbone')
+    tables = [name for name in groups if name.endswith('pos_bias.table')]
+    assert tables and all(groups[name][1] == 0.0 for name in tables)
+    assert {name[len('backbone.'):] for name in tables} <= model.backbone.no_weight_decay()
+    assert groups['backbone.stages.2.blocks.0.attn.qkv.weight'][1] == 0.05  # weights keep their decay
 
 
 def test_short_run_on_camvid_patches_beats_the_majority_class(tmp_path, monkeypatch):

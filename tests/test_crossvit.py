@@ -40,7 +40,9 @@ def test_official_layout_loads_to_the_same_logits(tmp_path):
         torch.testing.assert_close(ours.eval()(x), ref(x), atol=1e-4, rtol=1e-4)
 
 
-def test_backbone_levels_concatenate_both_branches_on_the_large_patch_grid(tmp_path):
+def test_backbone_levels_concatenate_both_branches_on_the_stride_16_grid(tmp_path):
+    """Both branch maps are resampled onto the input / 16 grid (15x15 at 240: the small-patch branch's 20x20 and
+    the large-patch branch's 14x14, which sees the input scaled by 224/240), so out_strides 16 is true."""
     torch.manual_seed(0)
     ref = timm_reference('crossvit_9_240')
     backbone = zoo.create_backbone('crossvit_9_240', pretrained=save_safetensors(ref, tmp_path / 'w.safetensors'))
@@ -49,15 +51,15 @@ def test_backbone_levels_concatenate_both_branches_on_the_large_patch_grid(tmp_p
     assert backbone.prefix_names == ['cls']
     x = torch.randn(1, 3, 240, 240)
     with torch.no_grad():
-        maps, prefixes = backbone.forward_with_prefix(x)
+        maps, prefixes = backbone.forward_taps(x)
         small, large = ref.forward_intermediates(x, intermediates_only=True)[:3], \
             ref.forward_intermediates(x, intermediates_only=True)[3:]
-    for level, block in enumerate((0, 1, 2, 2)):
-        assert maps[level].shape == (1, 384, 14, 14)
-        expected_small = F.interpolate(small[block], size=(14, 14), mode='bilinear', align_corners=False,
+    resample = lambda m: F.interpolate(m, size=(15, 15), mode='bilinear', align_corners=False,  # noqa: E731
                                        antialias=True)
-        torch.testing.assert_close(maps[level][:, :128], expected_small, atol=1e-4, rtol=1e-4)
-        torch.testing.assert_close(maps[level][:, 128:], large[block], atol=1e-4, rtol=1e-4)
+    for level, block in enumerate((0, 1, 2, 2)):
+        assert maps[level].shape == (1, 384, 15, 15)
+        torch.testing.assert_close(maps[level][:, :128], resample(small[block]), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(maps[level][:, 128:], resample(large[block]), atol=1e-4, rtol=1e-4)
         assert prefixes[level].shape == (1, 1, 384)
 
 
@@ -67,14 +69,15 @@ def test_any_size_and_non_square_inputs_resample_each_branch_table():
     with torch.no_grad():
         assert model(torch.randn(1, 3, 320, 256)).shape == (1, 1000)
         maps = backbone(torch.randn(1, 3, 512, 384))
-    # branch 0: 512/12 -> 43 rows, 384/12 = 32 columns; branch 1: 512*224/240/16 -> 30, 384*224/240/16 -> 22
-    assert [m.shape for m in maps] == [(1, 384, 30, 22)] * 2
+    # branch 0: 512/12 -> 43 rows, 384/12 = 32 columns; branch 1: 512*224/240/16 -> 30, 384*224/240/16 -> 22;
+    # the backbone's maps: both resampled to 512/16 x 384/16
+    assert [m.shape for m in maps] == [(1, 384, 32, 24)] * 2
     assert [b.grid((512, 384)) for b in backbone.branches] == [(43, 32), (30, 22)]
 
 
 def test_dense_backbone_trains_both_branches():
     backbone = zoo.create_backbone('crossvit_tiny_240', depths=((1, 1, 0),) * 2, out_indices=(0, 1))
-    maps, prefixes = backbone.forward_with_prefix(torch.randn(2, 3, 96, 128))
+    maps, prefixes = backbone.forward_taps(torch.randn(2, 3, 96, 128))
     (sum(m.mean() for m in maps) + sum(p.mean() for p in prefixes)).backward()
     for i in range(2):
         assert backbone.branches[i].patch_embed.proj.weight.grad.abs().sum() > 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from zoo.core.resize import interpolate, matrix_interpolate
 
@@ -45,6 +46,43 @@ def test_other_modes_are_not_taken_by_the_matrix_path():
 def restore_determinism():
     yield
     torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.parametrize('head', [dict(type='DPTSegHead', num_classes=3, in_channels=16),
+                                  dict(type='DPTDepthHead', in_channels=16)])
+def test_the_heads_resize_through_the_deterministic_path_when_asked(head, monkeypatch, restore_determinism):
+    """CUDA has no deterministic backward for bilinear resizing, so there every resize must go through
+    zoo.core.resize. Checked on CPU by the dispatch: with this device counted as one whose backward is not
+    deterministic, a head's forward and backward resize only by matrix products, with the same outputs."""
+    from heads.registry import MODELS
+    from zoo.core import resize
+    torch.manual_seed(0)
+    module = MODELS.build(head).eval()
+    x = torch.randn(1, 16, 6, 8, requires_grad=True)
+    expected = module(x)
+    calls = []
+    monkeypatch.setattr(resize, 'NONDETERMINISTIC_BACKWARD', {'cpu'})
+    monkeypatch.setattr(resize, 'matrix_interpolate', lambda *a, **k: calls.append(k) or matrix_interpolate(*a, **k))
+    torch.use_deterministic_algorithms(True)
+    with RecordOps() as ops:
+        out = module(x)
+        out.sum().backward()
+    assert calls and out.shape[-2:] == (12, 16)
+    assert not [op for op in ops.names if 'upsample' in op and 'backward' in op], sorted(ops.names)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+class RecordOps(TorchDispatchMode):
+    """The aten operators run inside the block (e.g. 'aten.upsample_bilinear2d_backward.default', which CUDA cannot
+    run deterministically)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(str(func))
+        return func(*args, **(kwargs or {}))
 
 
 def test_deterministic_training_repeats_to_the_bit(tmp_path, monkeypatch, restore_determinism):

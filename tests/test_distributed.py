@@ -97,7 +97,8 @@ def test_torchrun_trains_the_quickstart(tmp_path):
                'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1',
                'train_dataloader.batch_size=2', 'train_dataloader.dataset.num_samples=8',
                'val_dataloader.dataset.num_samples=4', nproc=WORLD)
-    assert 'Distributed training: True' in done.stdout + done.stderr
+    assert f'{WORLD} processes (distributed training)' in done.stdout + done.stderr  # the run summary says so
+    assert 'Distributed training: True' in next(tmp_path.glob('*/*.log')).read_text()  # mmengine's own line
     assert_one_checkpoint(tmp_path, 2)
     losses, metrics = logged(tmp_path)
     assert sorted(losses) == [1, 2] and 'mIoU' in metrics

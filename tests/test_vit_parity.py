@@ -37,7 +37,7 @@ def test_dense_features_match_timm_intermediates(name, tmp_path):
     assert backbone.out_indices == (2, 5, 8, 11)
     x = torch.randn(2, 3, 224, 320)
     with torch.no_grad():
-        maps, prefixes = backbone.forward_with_prefix(x)
+        maps, prefixes = backbone.forward_taps(x)
         ref_maps, ref_prefixes = zip(*ref.forward_intermediates(
             x, indices=[2, 5, 8, 11], norm=False, output_fmt='NCHW', intermediates_only=True,
             return_prefix_tokens=True))

@@ -16,8 +16,7 @@ from einops import rearrange
 from torch import nn
 
 from .core import Attention
-
-Grid = tuple[int, int]
+from .core.grid import Grid
 
 
 @dataclass

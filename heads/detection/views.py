@@ -1,5 +1,5 @@
-"""Thin views of any module with ``out_channels``/``out_strides`` returning a list of maps (a zoo backbone,
-or :class:`PyramidBackbone`) in the shapes detection frameworks expect.
+"""Thin views of a backbone (:mod:`zoo.contract`: a zoo backbone, or :class:`PyramidBackbone`) in the shapes
+detection frameworks expect.
 
 - :class:`TorchvisionView`: ``OrderedDict`` '0', '1', ... ('pool' for a max-pooled last level) and one int
   ``out_channels``, the contract of ``torchvision.models.detection`` backbones.
@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 import zoo
+from zoo.contract import Backbone
 
 from ..registry import MODELS
 from .backbone import PyramidBackbone
@@ -33,7 +34,7 @@ class ShapeSpec(NamedTuple):
 class TorchvisionView(nn.Module):
     """``forward(x) -> OrderedDict[str, 'b c h w']``; every level must have the same channel count."""
 
-    def __init__(self, module: nn.Module):
+    def __init__(self, module: Backbone):
         super().__init__()
         if len(set(module.out_channels)) != 1:
             raise ValueError(f"torchvision detectors need one channel count for every level, got "
@@ -41,7 +42,7 @@ class TorchvisionView(nn.Module):
         self.module = module
         self.out_channels = module.out_channels[0]
         self.names = [str(i) for i in range(len(module.out_strides))]
-        if getattr(module, 'pooled_last_level', False):
+        if module.pooled_last_level:
             self.names[-1] = 'pool'
 
     def forward(self, x: torch.Tensor) -> OrderedDict:
@@ -52,7 +53,7 @@ class Detectron2View(nn.Module):
     """Named maps: 'last_feat' for a single map (detectron2's ViT name), 'p2'..'p6' by log2(stride) when the
     strides differ (its FPN names), else 'feat0', 'feat1', ..."""
 
-    def __init__(self, module: nn.Module):
+    def __init__(self, module: Backbone):
         super().__init__()
         self.module = module
         strides = list(module.out_strides)
@@ -75,7 +76,7 @@ class Detectron2View(nn.Module):
 class MMDetView(nn.Module):
     """``forward(x) -> tuple`` of the maps at ``out_indices`` (default: all) of ``module``'s levels."""
 
-    def __init__(self, module: nn.Module, out_indices=None):
+    def __init__(self, module: Backbone, out_indices=None):
         super().__init__()
         count = len(module.out_strides)
         self.out_indices = tuple(range(count) if out_indices is None else out_indices)

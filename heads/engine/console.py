@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from mmengine.dist import get_world_size
 from mmengine.model import is_model_wrapper
 
 #: Starts of mmengine's messages that stay in the log file only.
@@ -60,6 +61,8 @@ def run_summary(runner) -> str:
              + (f' ({count(trainable)} trainable)' if trainable != params else '')]
     batch = cfg.get('train_dataloader', {}).get('batch_size')
     schedule = f'{loop.max_iters} iterations' + (f' of batch {batch}' if batch else '')
+    if get_world_size() > 1:
+        schedule += f' per process, {get_world_size()} processes (distributed training)'
     if runner.iter:
         schedule += f', resuming after iteration {runner.iter}'
     interval = getattr(loop, 'val_interval', None)

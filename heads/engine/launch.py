@@ -35,7 +35,7 @@ def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config
 def enable_deterministic(cfg: Config) -> None:
     """Deterministic algorithms everywhere (mmengine's ``randomness.deterministic``), and the cuBLAS workspace
     setting CUDA needs for them. Bilinear/bicubic resizing then runs as matrix products (see
-    :func:`zoo.core.resize.resize`), since CUDA has no deterministic backward for them."""
+    :func:`zoo.core.resize.interpolate`), since CUDA has no deterministic backward for them."""
     cfg.randomness = dict(cfg.get('randomness') or {}, deterministic=True)
     cfg.randomness.setdefault('seed', 0)
     os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')

@@ -9,19 +9,23 @@ Works for every config: the backbone's blocks are found by name in their registr
 the first block (patch embedding, stem, position and prefix tokens), layer i the i-th block together with what is
 registered between it and the next (CoAtNet's stage downsampling), and layer L + 1 everything outside the backbone
 and its classifier head (``head``, ``head_dist``, ``fc_norm``). Learning-rate scale: ``rate ** (L + 1 - layer)``.
-Weight decay is 0 for biases, norms and other 1-D parameters and for position/prefix tokens, as the recipes do.
+Weight decay is 0 for biases, norms and other 1-D parameters, and for the parameters the model's own modules
+declare (position tables, prefix tokens, relative-position tables: :func:`zoo.core.no_weight_decay_of`, the
+backbone contract's ``no_weight_decay``), as the recipes do.
 """
 from __future__ import annotations
 
 import re
 
 from mmengine.optim import DefaultOptimWrapperConstructor
-from ..registry import OPTIM_WRAPPER_CONSTRUCTORS
 from torch import nn
+
+from zoo.core import no_weight_decay_of
+
+from ..registry import OPTIM_WRAPPER_CONSTRUCTORS
 
 BLOCK = re.compile(r'^((?:stages\.\d+\.)?blocks\.\d+)\.')
 HEAD = re.compile(r'^(head|head_dist|fc_norm)(\.|$)')
-NO_DECAY = re.compile(r'(pos_embed|prefix|cls_token|dist_token|reg_token|relative_position|rel_pos)')
 
 
 def layer_ids(backbone: nn.Module) -> tuple[dict[str, int], int]:
@@ -53,12 +57,13 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             raise ValueError(f"layer decay: {type(module).__name__} has no attribute {backbone_name!r}; set "
                              f"paramwise_cfg.backbone to the attribute holding the backbone")
         ids, depth = layer_ids(backbone)
+        declared = no_weight_decay_of(module)
         for name, param in module.named_parameters():
             if not param.requires_grad:
                 continue
             inner = name[len(backbone_name) + 1:] if name.startswith(backbone_name + '.') else None
             layer = ids[inner] if inner is not None else depth + 1
-            no_decay = param.ndim == 1 or NO_DECAY.search(name) is not None
+            no_decay = param.ndim == 1 or name in declared
             scale = rate ** (depth + 1 - layer)
             group = {'params': [param], 'name': name, 'layer_id': layer, 'lr_scale': scale, 'lr': self.base_lr * scale}
             if self.base_wd is not None:

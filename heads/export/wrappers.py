@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from zoo.contract import Backbone
+
 from ..models.dense_model import DenseModel
 from ..models.depth_estimator import DepthEstimator
 
@@ -23,10 +25,10 @@ class TensorOutputs(nn.Module):
 
 
 class MapOutputs(nn.Module):
-    """A module returning a list of maps (a zoo backbone, :class:`heads.detection.PyramidBackbone`) as a tuple:
-    'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ..."""
+    """A backbone (:mod:`zoo.contract`: a zoo backbone, :class:`heads.detection.PyramidBackbone`) returning its maps as
+    a tuple: 'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ..."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: Backbone):
         super().__init__()
         self.model = model
         self.output_names = [f'stride{s}' for s in model.out_strides]
@@ -37,14 +39,14 @@ class MapOutputs(nn.Module):
 
 def exportable(model: nn.Module) -> nn.Module:
     """``model`` as a tensor-in / tensors-out module in eval mode (already wrapped models are returned as they
-    are): a task model in :class:`TensorOutputs`, a model with ``out_strides`` in :class:`MapOutputs`."""
+    are): a task model in :class:`TensorOutputs`, a backbone (:mod:`zoo.contract`) in :class:`MapOutputs`."""
     if isinstance(model, (TensorOutputs, MapOutputs)):
         wrapped = model
     elif isinstance(model, DenseModel):
         wrapped = TensorOutputs(model)
-    elif hasattr(model, 'out_strides'):
+    elif isinstance(model, Backbone):
         wrapped = MapOutputs(model)
     else:
         raise TypeError(f"cannot export {type(model).__name__}: expected a DPT task model (heads.Segmentor, "
-                        f"heads.DepthEstimator) or a backbone with out_strides (e.g. heads.detection.PyramidBackbone)")
+                        f"heads.DepthEstimator) or a backbone (zoo.create_backbone, heads.detection.PyramidBackbone)")
     return wrapped.eval()

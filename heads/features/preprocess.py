@@ -15,16 +15,16 @@ import math
 import cv2
 import numpy as np
 import torch
-from torch import nn
 
-from ..export.sizes import map_strides
+from zoo.contract import Backbone
+
 from ..image_io import check_rgb
 
 
-def size_multiple(model: nn.Module) -> int:
-    """The least common multiple of every stride the model computes a map at (its ``out_strides``, patch size,
-    a pyramid's max-pooled level), so that each stored map is exactly input size / stride."""
-    return math.lcm(*map_strides(model)[1])
+def size_multiple(model: Backbone) -> int:
+    """The least common multiple of the backbone's input multiple and every stride it gives a map at (a pyramid's
+    max-pooled level too), so that each stored map is exactly input size / stride."""
+    return math.lcm(model.input_multiple, *model.out_strides)
 
 
 def input_size(height: int, width: int, short_side: int, multiple: int) -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """The shared part of the task models: backbone -> DPT neck -> head, inference strategies, outputs per image."""
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from functools import partial
 
@@ -10,7 +11,7 @@ from torch import nn
 from zoo.core import keep_convs_fp32_on_cpu_autocast
 from zoo.core.resize import interpolate
 
-from ..backbone import backbone_description, backbone_features
+from ..backbone import backbone_description
 from ..registry import MODELS
 from .inference import flip_average, slide_inference
 from .task_model import TaskModel
@@ -43,6 +44,17 @@ class DenseModel(TaskModel):
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
 
+    @property
+    def input_multiple(self) -> int:
+        """What input height and width must be multiples of: the backbone's multiple and every neck level's stride
+        (fusion adds each level to the x2 upsampled coarser one)."""
+        return math.lcm(self.backbone.input_multiple, *self.neck.level_strides)
+
+    @property
+    def coarsest_stride(self) -> int:
+        """The largest stride of any map the model computes."""
+        return max(*self.backbone.out_strides, *self.neck.level_strides)
+
     def prepare_convolutional_parts(self, *parts) -> None:
         """Conv weights in channels-last layout with ``channels_last`` (faster convolutions on CPU and GPU; token
         maps from ViT backbones already are 'b h w c' in memory), and convolutions kept fp32 under CPU bf16
@@ -55,7 +67,7 @@ class DenseModel(TaskModel):
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps, deepest first."""
-        maps, prefixes = backbone_features(self.backbone, inputs)
+        maps, prefixes = self.backbone.forward_taps(inputs)
         return self.neck(maps, prefixes)
 
     def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:

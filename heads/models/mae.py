@@ -14,7 +14,8 @@ from einops import rearrange
 from torch import nn
 
 import zoo
-from zoo.core import Block, init_linear, sincos_2d
+from zoo.backbones.vit import ViTEncoder
+from zoo.core import Block, NoWeightDecay, init_linear, sincos_2d
 
 from ..registry import MODELS
 from .task_model import TaskModel
@@ -53,8 +54,10 @@ def masked_patch_loss(pred: torch.Tensor, images: torch.Tensor, mask: torch.Tens
 
 
 @MODELS.register_module()
-class MAEPretrainer(TaskModel):
-    """MAE on a zoo ViT ``backbone`` (``dict(name='vit_base_patch16_224', ...)``); see the module docstring."""
+class MAEPretrainer(NoWeightDecay, TaskModel):
+    """MAE on a zoo ViT ``backbone`` (``dict(name='vit_base_patch16_224', ...)``); see the module docstring. The mask
+    token takes no weight decay (as MAE's own recipe)."""
+    no_weight_decay_names = ('mask_token',)
 
     def __init__(self, backbone: dict, mask_ratio: float = 0.75, decoder_dim: int = 512, decoder_depth: int = 8,
                  decoder_heads: int = 16, norm_pix_loss: bool = True, data_preprocessor=None, init_cfg=None):
@@ -62,8 +65,8 @@ class MAEPretrainer(TaskModel):
                          init_cfg=init_cfg)
         options = dict(backbone)
         self.backbone = zoo.create_backbone(options.pop('name'), **options)
-        if not hasattr(self.backbone, 'embed') or not hasattr(self.backbone, 'blocks'):
-            raise ValueError(f"MAE needs a plain ViT backbone (patch embedding + blocks), not "
+        if not isinstance(self.backbone, ViTEncoder):
+            raise ValueError(f"MAE needs a plain ViT backbone (patch embedding + blocks: a vit_* or deit_* name), not "
                              f"{type(self.backbone).__name__}")
         dim, self.patch = self.backbone.embed_dim, self.backbone.patch_size
         self.mask_ratio, self.norm_pix_loss = mask_ratio, norm_pix_loss

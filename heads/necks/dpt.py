@@ -137,6 +137,7 @@ class DPTNeck(nn.Module):
                                  f"factor {f} is not a power of two in [1/4, 8]")
         readout = readout if prefix_names else 'ignore'
         self.factors = factors
+        self.level_strides = list(out_strides)  # the reassembled levels' strides, which fusion adds up exactly
         self.reassemble = nn.ModuleList(ReassembleLevel(c_in, c_out, f, readout, prefix_names)
                                         for c_in, c_out, f in zip(in_channels, hidden_channels, factors))
         self.convs = nn.ModuleList(nn.Conv2d(c, fusion_channels, 3, padding=1, bias=False) for c in hidden_channels)

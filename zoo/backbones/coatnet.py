@@ -21,12 +21,13 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from ..contract import Backbone, Taps
 from ..core import (Attention, Block, ConvBN, DropPath, FusedQKV, LayerNorm6, RelPosBias, RelPosMlp, activate,
-                    grad_free, init_linear)
+                    activation_layer, grad_free, init_linear)
 from ..registry import register_variant
 from .common import drop_path_rates, pair, tap_indices
+from .inputs import check_images
 
-ACTS = {'gelu': nn.GELU, 'silu': nn.SiLU, 'relu': nn.ReLU}
 HEAD_DIM = 32  # attention head width of every CoAtNet
 
 
@@ -95,9 +96,9 @@ class MBConv(nn.Module):
         super().__init__()
         if stride_mode not in ('dw', 'pool'):
             raise ValueError(f"stride_mode must be 'dw' or 'pool', got {stride_mode!r}")
-        act_layer = ACTS[act]
+        act_layer = activation_layer(act)
         mid = 4 * (in_chans if expand_from_input else out_chans)
-        se = SqueezeExcite(mid, mid // 4 if expand_from_input else out_chans // 4, ACTS[se_act])
+        se = SqueezeExcite(mid, mid // 4 if expand_from_input else out_chans // 4, activation_layer(se_act))
         pooled = stride == 2 and stride_mode == 'pool'
         self.shortcut = Downsample(in_chans, out_chans, pool, bias=bias) if stride == 2 else nn.Identity()
         self.pre_norm = BatchNormAct(in_chans, act_layer if pre_act else None)
@@ -207,20 +208,20 @@ class CoAtNetEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'pre_logits.', 'head.')
 
-    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(96, 192, 384, 768), depths=(2, 3, 5, 2),
-                 stem_widths=(64, 64), block_types: str = 'CCTT', act: str = 'gelu', expand_from_input: bool = False,
-                 pre_act: bool = False, stride_mode: str = 'dw', conv_bias: bool = True, se_early: bool = False,
-                 se_act: str = 'silu', pool: str = 'avg2', expand_first: bool = True, shortcut_bias: bool = True,
-                 rel_pos: str = 'bias', rel_pos_dim: int = 512, attn_drop_rate: float = 0.0,
-                 drop_path_rate: float = 0.0, num_stages: int | None = None):
+    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(96, 192, 384, 768),
+                 depths=(2, 3, 5, 2), stem_widths=(64, 64), block_types: str = 'CCTT', act: str = 'gelu',
+                 expand_from_input: bool = False, pre_act: bool = False, stride_mode: str = 'dw', conv_bias: bool = True,
+                 se_early: bool = False, se_act: str = 'silu', pool: str = 'avg2', expand_first: bool = True,
+                 shortcut_bias: bool = True, rel_pos: str = 'bias', rel_pos_dim: int = 512, attn_drop_rate: float = 0.0,
+                 drop_path_rate: float = 0.0):
         super().__init__()
         size = pair(img_size)
         self.embed_dims = list(embed_dims)
-        self.stem = Stem(in_chans, stem_widths, ACTS[act])
+        self.stem = Stem(in_chans, stem_widths, activation_layer(act))
         rates = drop_path_rates(drop_path_rate, list(depths))
         grid, in_dim = half(size), stem_widths[-1]
         self.stages = nn.ModuleList()
-        for i in range(len(depths) if num_stages is None else num_stages):
+        for i in range(len(depths)):
             grid, rate = half(grid), rates[i]
             if block_types[i] == 'C':
                 stage = ConvStage(*(
@@ -239,12 +240,15 @@ class CoAtNetEncoder(nn.Module):
         self.widths = [stem_widths[-1], *self.embed_dims]
         self.strides = [2 ** (i + 1) for i in range(len(self.widths))]  # 2, 4, 8, 16, 32
         self.in_chans = in_chans
-        self.min_input_size = self.strides[len(self.stages)]  # the last built stage's map is >= 1x1
         self.apply(_init_weights)
+
+    @property
+    def min_input_size(self) -> int:
+        """The smallest input side: the last built stage's map is at least 1x1."""
+        return self.strides[len(self.stages)]
 
     def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
         """'b c H W' -> [stem 'b c0 H/2 W/2', stage maps 'b ci H/2^(i+1) W/2^(i+1)' ...] (channels-last)."""
-        from .inputs import check_images  # here, not at the top: the imports above are being reworked
         check_images(self, x)
         x = self.stem(x.contiguous(memory_format=torch.channels_last))
         maps = [x]
@@ -257,17 +261,17 @@ class CoAtNetEncoder(nn.Module):
 class CoAtNetClassifier(CoAtNetEncoder):
     """Pooled last map, LayerNorm, then the classifier.
 
-    ``head_hidden`` None (timm's ``*_rw``): LayerNorm on the map, average pool, Linear.
-    ``head_hidden`` n (paper style): average pool, LayerNorm, Linear to n + tanh (``pre_logits``), Linear.
+    ``pre_logits`` False (timm's ``*_rw``): LayerNorm on the map, average pool, Linear.
+    ``pre_logits`` True (paper style): average pool, LayerNorm, Linear to the same width + tanh, Linear.
     """
 
-    def __init__(self, num_classes: int = 1000, head_hidden: int | None = None, **kwargs):
+    def __init__(self, num_classes: int = 1000, pre_logits: bool = False, **kwargs):
         super().__init__(**kwargs)
         dim = self.embed_dims[-1]
         self.num_classes = num_classes
         self.norm = LayerNorm6(dim)
-        self.pre_logits = nn.Linear(dim, head_hidden) if head_hidden else None
-        self.head = nn.Linear(head_hidden or dim, num_classes) if num_classes else nn.Identity()
+        self.pre_logits = nn.Linear(dim, dim) if pre_logits else None
+        self.head = nn.Linear(dim, num_classes) if num_classes else nn.Identity()
         init_linear(self.head)
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
@@ -281,24 +285,27 @@ class CoAtNetClassifier(CoAtNetEncoder):
         return self.head(self.forward_features(x))
 
 
-class CoAtNetBackbone(CoAtNetEncoder):
-    """CoAtNet as a dense backbone: the maps in ``out_indices`` (0 = stem at stride 2, 1..4 = stages at 4..32).
+class CoAtNetBackbone(CoAtNetEncoder, Backbone):
+    """CoAtNet as a dense backbone (:mod:`zoo.contract`): the maps in ``out_indices`` (0 = stem at stride 2, 1..4 =
+    stages at 4..32).
 
     Default (1, 2, 3, 4): strides 4, 8, 16, 32, what a DPT neck or an FPN takes. No prefix tokens
-    (``prefix_names`` is empty). Stages after the last tapped one are not built.
+    (``prefix_names`` is empty). Stages after the last tapped one are dropped.
     """
     prefix_names: list[str] = []
 
     def __init__(self, out_indices=None, **kwargs):
-        taps = tap_indices(out_indices, (1, 2, 3, 4), len(kwargs.get('depths', (2, 3, 5, 2))) + 1, 'stem (0) or stage')
-        super().__init__(num_stages=max(taps), **kwargs)
+        super().__init__(**kwargs)
+        taps = tap_indices(out_indices, (1, 2, 3, 4), len(self.stages) + 1, 'stem (0) or stage')
+        del self.stages[max(taps):]
         self.out_indices = taps
         self.out_channels = [self.widths[i] for i in taps]
         self.out_strides = [self.strides[i] for i in taps]
+        self.input_multiple = self.strides[len(self.stages)]
 
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+    def forward_taps(self, x: torch.Tensor) -> Taps:
         maps = self.forward_stages(x)
-        return [maps[i] for i in self.out_indices]
+        return Taps([maps[i] for i in self.out_indices], None)
 
 
 COATNET = {'backbone': CoAtNetBackbone, 'classifier': CoAtNetClassifier}
@@ -316,5 +323,4 @@ COATNET_VARIANTS = {
     'coatnet_3_224': dict(embed_dims=(192, 384, 768, 1536), depths=(2, 6, 14, 2), stem_widths=(192, 192)),
 }
 for _name, _kwargs in COATNET_VARIANTS.items():
-    _hidden = None if '_rw_' in _name else _kwargs.get('embed_dims', (96, 192, 384, 768))[-1]
-    register_variant(_name, COATNET, head={'head_hidden': _hidden}, **_kwargs)
+    register_variant(_name, COATNET, head={'pre_logits': '_rw_' not in _name}, **_kwargs)

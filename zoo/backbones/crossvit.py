@@ -17,11 +17,13 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from ..contract import Backbone, Taps
 from ..core import (Attention, Block, Checkpointable, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens,
                     SeparateQKV, init_linear)
 from ..core.resize import interpolate
 from ..registry import register_variant
 from .common import drop_path_rates, pair, tap_indices
+from .inputs import check_images
 
 
 def multi_conv_stem(patch_size: int, in_chans: int, dim: int) -> nn.Sequential:
@@ -122,16 +124,16 @@ class CrossViTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
-    def __init__(self, img_size: int | tuple[int, int] = 240, in_chans: int = 3, patch_sizes=(12, 16), img_scales=(1.0, 224 / 240),
-                 embed_dims=(192, 384), depths=((1, 4, 0),) * 3, num_heads=(6, 6), mlp_ratios=(4.0, 4.0),
-                 multi_conv: bool = False, qkv_bias: bool = True, norm_eps: float = 1e-6, drop_rate: float = 0.0,
-                 attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0, num_blocks: int | None = None):
+    def __init__(self, img_size: int | tuple[int, int] = 240, in_chans: int = 3, patch_sizes=(12, 16),
+                 img_scales=(1.0, 224 / 240), embed_dims=(192, 384), depths=((1, 4, 0),) * 3, num_heads=(6, 6),
+                 mlp_ratios=(4.0, 4.0), multi_conv: bool = False, qkv_bias: bool = True, norm_eps: float = 1e-6,
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         size = pair(img_size)
         if any(d[-1] != 0 for d in depths):
             raise ValueError("only one cross-attention layer per fusion (depth entries (.., .., 0)) is supported, "
                              f"got depths {depths}")
-        self.embed_dims = list(embed_dims)
+        self.embed_dims, self.norm_eps = list(embed_dims), norm_eps
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
         self.branches = nn.ModuleList(Branch(size, s, p, in_chans, d, multi_conv)
                                       for s, p, d in zip(img_scales, patch_sizes, embed_dims))
@@ -141,7 +143,7 @@ class CrossViTEncoder(nn.Module):
         self.blocks = nn.ModuleList(
             MultiScaleBlock(embed_dims, depths[k][:-1], num_heads, mlp_ratios, qkv_bias, norm_layer, drop_rate,
                             attn_drop_rate, rates[k])
-            for k in range(len(depths) if num_blocks is None else num_blocks))
+            for k in range(len(depths)))
         self.apply(init_linear)
 
     @property
@@ -155,7 +157,6 @@ class CrossViTEncoder(nn.Module):
 
     def forward_blocks(self, x: torch.Tensor, keep=None):
         """({block index: per branch 'b (1 + h w) d'} for the blocks in ``keep`` (default all), [per branch grid])."""
-        from .inputs import check_images  # here, not at the top: the imports above are being reworked
         check_images(self, x)
         embedded = [branch(x) for branch in self.branches]
         xs = [self.pos_drop(tokens) for tokens, _ in embedded]
@@ -174,7 +175,7 @@ class CrossViTClassifier(CrossViTEncoder):
     def __init__(self, num_classes: int = 1000, **kwargs):
         super().__init__(**kwargs)
         self.num_classes = num_classes
-        self.norm = nn.ModuleList(nn.LayerNorm(d, eps=kwargs.get('norm_eps', 1e-6)) for d in self.embed_dims)
+        self.norm = nn.ModuleList(nn.LayerNorm(d, eps=self.norm_eps) for d in self.embed_dims)
         self.head = nn.ModuleList(nn.Linear(d, num_classes) if num_classes else nn.Identity() for d in self.embed_dims)
         self.head.apply(init_linear)
 
@@ -188,44 +189,46 @@ class CrossViTClassifier(CrossViTEncoder):
         return torch.stack([head(f) for head, f in zip(self.head, self.forward_features(x))]).mean(0)
 
 
-class CrossViTBackbone(CrossViTEncoder):
-    """CrossViT as a dense backbone: one level per tapped multi-scale block (``out_indices``, default (0, 1, 2, 2)).
+class CrossViTBackbone(CrossViTEncoder, Backbone):
+    """CrossViT as a dense backbone (:mod:`zoo.contract`): one level per tapped multi-scale block (``out_indices``,
+    default (0, 1, 2, 2)), at stride 16.
 
-    Fusion of the two grids: each branch's patch tokens become a map on its own grid; the small-patch
-    branch's map (finer grid, 20x20 at 240) is resampled with antialiased bilinear interpolation onto the
-    large-patch branch's grid (14x14 at 240, nominal stride 16 as ViT-B/16) and the two are concatenated
-    along channels: 'b (d0 + d1) h w'. The level's prefix token is the concatenation of the two branch CLS
-    tokens, 'b 1 (d0 + d1)' (``prefix_names == ['cls']``), so a DPT readout reads each branch's CLS into
-    that branch's channels. The default repeats the last block as a fourth level, which a DPT neck with
-    target strides (4, 8, 16, 32) resamples x0.5 (as for CvT). Blocks after the last tapped one are not built.
+    Fusion of the two grids: each branch's patch tokens become a map on its own grid (the small-patch branch's is
+    20x20 at 240; the large-patch branch, which sees the input scaled by 224/240, gives 14x14); both are resampled
+    (bilinear, antialiased when shrinking) onto the (H / 16, W / 16) grid, the large patch's nominal stride as for
+    ViT-B/16, and concatenated along channels: 'b (d0 + d1) H/16 W/16'. The level's prefix token is the
+    concatenation of the two branch CLS tokens, 'b 1 (d0 + d1)' (``prefix_names == ['cls']``), so a DPT readout
+    reads each branch's CLS into that branch's channels. The default repeats the last block as a fourth level,
+    which a DPT neck with target strides (4, 8, 16, 32) resamples x0.5 (as for CvT). Blocks after the last tapped
+    one are dropped.
     """
     prefix_names = ['cls']
 
     def __init__(self, out_indices=None, **kwargs):
-        taps = tap_indices(out_indices, (0, 1, 2, 2), len(kwargs.get('depths', ((1, 4, 0),) * 3)), 'multi-scale block')
-        super().__init__(num_blocks=max(taps) + 1, **kwargs)
+        super().__init__(**kwargs)
+        taps = tap_indices(out_indices, (0, 1, 2, 2), len(self.blocks), 'multi-scale block')
+        del self.blocks[max(taps) + 1:]
         self.out_indices = taps
         self.out_channels = [sum(self.embed_dims)] * len(taps)
-        self.out_strides = [self.branches[-1].patch_embed.patch_size] * len(taps)
+        stride = self.branches[-1].patch_embed.patch_size
+        self.out_strides = [stride] * len(taps)
+        self.input_multiple = stride
 
-    def forward_with_prefix(self, x: torch.Tensor):
-        """Lists of maps 'b (d0 + d1) h w' (on the last branch's grid) and prefix tokens 'b 1 (d0 + d1)'."""
+    def forward_taps(self, x: torch.Tensor) -> Taps:
+        """Maps 'b (d0 + d1) H/16 W/16' and prefix tokens 'b 1 (d0 + d1)', one per tap."""
         outputs, grids = self.forward_blocks(x, keep=set(self.out_indices))
-        target = grids[-1]
+        target = (x.shape[-2] // self.out_strides[0], x.shape[-1] // self.out_strides[0])
         maps, prefixes = [], []
         for i in self.out_indices:
             branch_maps = []
             for tokens, grid in zip(outputs[i], grids):
                 fmap = rearrange(tokens[:, 1:], 'b (h w) d -> b d h w', h=grid[0], w=grid[1])
-                if tuple(grid) != tuple(target):
+                if tuple(grid) != target:
                     fmap = interpolate(fmap, size=target, mode='bilinear', align_corners=False, antialias=True)
                 branch_maps.append(fmap)
             maps.append(torch.cat(branch_maps, dim=1))
             prefixes.append(torch.cat([tokens[:, :1] for tokens in outputs[i]], dim=-1))
-        return maps, prefixes
-
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        return self.forward_with_prefix(x)[0]
+        return Taps(maps, prefixes)
 
 
 CROSSVIT = {'backbone': CrossViTBackbone, 'classifier': CrossViTClassifier}

@@ -19,14 +19,14 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, QuickGELU, init_linear
+from ..contract import Backbone, Taps
+from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, activation_layer, init_linear
 from ..registry import register_variant
-from .inputs import check_images
 from .common import tap_indices
+from .inputs import check_images
 
 # Conv token embedding of each stage: (kernel, stride, padding).
 EMBED = ((7, 4, 2), (3, 2, 1), (3, 2, 1))
-ACTS = {'gelu': nn.GELU, 'quick_gelu': QuickGELU}
 
 
 class CvTStage(nn.Module):
@@ -63,10 +63,10 @@ class CvTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
-    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(64, 192, 384), depths=(1, 2, 10),
-                 num_heads=(1, 3, 6), mlp_ratio: float = 4.0, qkv_bias: bool = True, act: str = 'gelu',
-                 norm_eps: float = 1e-5, drop_rate: float = 0.0, attn_drop_rate: float = 0.0,
-                 drop_path_rate: float = 0.1, num_stages: int = 3):
+    def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(64, 192, 384),
+                 depths=(1, 2, 10), num_heads=(1, 3, 6), mlp_ratio: float = 4.0, qkv_bias: bool = True,
+                 act: str = 'gelu', norm_eps: float = 1e-5, drop_rate: float = 0.0, attn_drop_rate: float = 0.0,
+                 drop_path_rate: float = 0.1):
         super().__init__()
         self.embed_dims = list(embed_dims)
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
@@ -74,13 +74,17 @@ class CvTEncoder(nn.Module):
         chans = [in_chans] + self.embed_dims[:-1]
         self.stages = nn.ModuleList(
             CvTStage(chans[i], self.embed_dims[i], depths[i], num_heads[i], EMBED[i], cls_token=i == len(depths) - 1,
-                     mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, act_layer=ACTS[act],
+                     mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, act_layer=activation_layer(act),
                      drop=drop_rate, attn_drop=attn_drop_rate, drop_path_rate=stage_rates[i])
-            for i in range(num_stages))
-        self.strides = [4 * 2 ** i for i in range(num_stages)]  # 4, 8, 16 (exact for sizes divisible by them)
+            for i in range(len(depths)))
+        self.strides = [4 * 2 ** i for i in range(len(depths))]  # 4, 8, 16 (exact for sizes divisible by them)
         self.in_chans = in_chans
-        self.min_input_size = self.strides[-1]  # the last stage's map is at least 1x1
         self.apply(init_linear)
+
+    @property
+    def min_input_size(self) -> int:
+        """The smallest input side: the last built stage's map is at least 1x1."""
+        return self.strides[len(self.stages) - 1]
 
     def forward_stages(self, x: torch.Tensor):
         """Per stage: map 'b d h w' and prefix tokens 'b p d' (p = 0 but in the last stage)."""
@@ -114,27 +118,28 @@ class CvTClassifier(CvTEncoder):
         return self.head(self.forward_features(x))
 
 
-class CvTBackbone(CvTEncoder):
-    """CvT as a dense backbone: maps of the stages in ``out_indices`` (default (0, 1, 2, 2)).
+class CvTBackbone(CvTEncoder, Backbone):
+    """CvT as a dense backbone (:mod:`zoo.contract`): maps of the stages in ``out_indices`` (default (0, 1, 2, 2)).
 
-    Stage strides are 4, 8, 16. The default repeats the last stage as a fourth level described as stride 16,
-    which a DPT neck with target strides (4, 8, 16, 32) resamples x0.5. The CLS token is not read out
-    (``prefix_names`` is empty): it exists in the last stage only, and a DPT readout applies to every level.
-    Stages after the last tapped one are not built.
+    Stage strides are 4, 8, 16. The default repeats the last stage as a fourth level of stride 16, which a DPT
+    neck with target strides (4, 8, 16, 32) resamples x0.5. The CLS token is not read out (``prefix_names`` is
+    empty): it exists in the last stage only, and a DPT readout applies to every level. Stages after the last
+    tapped one are dropped.
     """
     prefix_names: list[str] = []
 
     def __init__(self, out_indices=None, **kwargs):
-        kwargs.setdefault('depths', (1, 2, 10))
-        taps = tap_indices(out_indices, (0, 1, 2, 2), len(kwargs['depths']), 'stage')
-        super().__init__(num_stages=max(taps) + 1, **kwargs)
+        super().__init__(**kwargs)
+        taps = tap_indices(out_indices, (0, 1, 2, 2), len(self.stages), 'stage')
+        del self.stages[max(taps) + 1:]
         self.out_indices = taps
         self.out_channels = [self.embed_dims[i] for i in taps]
         self.out_strides = [self.strides[i] for i in taps]
+        self.input_multiple = self.strides[len(self.stages) - 1]
 
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+    def forward_taps(self, x: torch.Tensor) -> Taps:
         maps = [m for m, _ in self.forward_stages(x)]
-        return [maps[i] for i in self.out_indices]
+        return Taps([maps[i] for i in self.out_indices], None)
 
 
 CVT = {'backbone': CvTBackbone, 'classifier': CvTClassifier}

@@ -1,7 +1,7 @@
 """The one check of what every backbone family is given: a float batch of images 'b c h w' the model can take.
 
 Each family calls :func:`check_images` at the single entry all its forward paths share (ViT/DeiT ``embed``,
-CvT and CoAtNet ``forward_stages``, CrossViT ``forward_blocks``), so ``forward``, ``forward_with_prefix`` and
+CvT and CoAtNet ``forward_stages``, CrossViT ``forward_blocks``), so ``forward``, ``forward_taps`` and
 ``forward_features`` are all covered. A model states ``in_chans`` and ``min_input_size`` (the smallest side
 whose coarsest map is at least one pixel); the rest is read off the input and the weights.
 """

@@ -11,6 +11,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
@@ -34,8 +35,8 @@ class ViTEncoder(nn.Module):
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
 
-    def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 16, in_chans: int = 3, embed_dim: int = 768, depth: int = 12,
-                 num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
+    def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 16, in_chans: int = 3,
+                 embed_dim: int = 768, depth: int = 12, num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
                  dist_token: bool = False, reg_tokens: int = 0, pos_embed: str = 'learned',
                  pos_embed_prefix: bool = True, pos_interp: str = 'bicubic', pos_antialias: bool = True,
                  init_values: float | None = None, post_norm: bool = False, norm_eps: float = 1e-6,
@@ -155,11 +156,11 @@ class ViTClassifier(ViTEncoder):
         return self.forward_head(self.forward_features(x))
 
 
-class ViTBackbone(ViTEncoder):
-    """ViT as a dense backbone: NCHW maps of the tokens after the blocks in ``out_indices``.
+class ViTBackbone(ViTEncoder, Backbone):
+    """ViT as a dense backbone (:mod:`zoo.contract`): NCHW maps of the tokens after the blocks in ``out_indices``,
+    with each tap's prefix tokens 'b p d' for a DPT readout.
 
-    Taps are taken before the final norm (as DPT and ViTDet do) and the blocks after the last tap are not
-    built. ``forward_with_prefix`` also returns each tap's prefix tokens 'b p d' for a DPT readout.
+    Taps are taken before the final norm (as DPT and ViTDet do); the blocks after the last tap are dropped.
     """
 
     def __init__(self, out_indices=None, **kwargs):
@@ -169,17 +170,15 @@ class ViTBackbone(ViTEncoder):
         del self.blocks[taps[-1] + 1:]
         self.out_channels = [self.embed_dim] * len(taps)
         self.out_strides = [self.patch_size] * len(taps)
+        self.input_multiple = self.patch_size
 
-    def forward_with_prefix(self, x: torch.Tensor):
-        """Lists of maps 'b d h w' and prefix tokens 'b p d', one per tap."""
+    def forward_taps(self, x: torch.Tensor) -> Taps:
+        """Maps 'b d h w' and prefix tokens 'b p d' (None without prefix tokens), one per tap."""
         x, grid = self.embed(x)
         _, tapped = self.run_blocks(x, grid, taps=self.out_indices)
         p = self.num_prefix_tokens
         maps = [rearrange(t[:, p:], 'b (h w) d -> b d h w', h=grid[0]) for t in tapped]
-        return maps, [t[:, :p] for t in tapped]
-
-    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-        return self.forward_with_prefix(x)[0]
+        return Taps(maps, [t[:, :p] for t in tapped] if p else None)
 
 
 VIT = {'backbone': ViTBackbone, 'classifier': ViTClassifier}

@@ -4,16 +4,20 @@ from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
 from .execution import (Checkpointable, cpu_has_bf16_kernels, keep_convs_fp32_on_cpu_autocast,
                         set_fused_attention, set_grad_checkpointing)
-from .layers import DropPath, Dropout, LayerScale, Mlp, QuickGELU, activate, grad_free, init_linear
+from .grid import Grid
+from .layers import (ACTIVATIONS, DropPath, Dropout, LayerScale, Mlp, QuickGELU, activate, activation_layer, grad_free,
+                     init_linear)
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .qkv import ConvQKV, FusedQKV, SeparateQKV
 from .tokens import PrefixTokens
+from .weight_decay import NoWeightDecay, no_weight_decay_of
 
-__all__ = ['Attention', 'AttentionPool', 'Block', 'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV',
-           'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp', 'PatchEmbed', 'PrefixTokens', 'QuickGELU',
-           'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'SinCosPosEmbed', 'activate', 'cpu_has_bf16_kernels',
-           'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'resample_grid_embed', 'resize_offset_table',
+__all__ = ['ACTIVATIONS', 'Attention', 'AttentionPool', 'Block', 'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath',
+           'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp', 'NoWeightDecay',
+           'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'SinCosPosEmbed',
+           'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear',
+           'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed', 'resize_offset_table',
            'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

@@ -16,8 +16,7 @@ from einops import rearrange
 from torch import nn
 
 from .qkv import FusedQKV
-
-Grid = tuple[int, int]
+from .grid import Grid
 
 
 class Attention(nn.Module):

@@ -1,4 +1,5 @@
-"""Small parts of a transformer block: MLP, QuickGELU, DropPath, LayerScale."""
+"""Small parts of a transformer block: MLP, activations (QuickGELU and the names families take), DropPath,
+LayerScale."""
 from __future__ import annotations
 
 import torch
@@ -55,6 +56,17 @@ class QuickGELU(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.sigmoid(1.702 * x)
+
+
+#: Activation names a family's ``act`` option takes.
+ACTIVATIONS: dict[str, type[nn.Module]] = {'gelu': nn.GELU, 'quick_gelu': QuickGELU, 'silu': nn.SiLU, 'relu': nn.ReLU}
+
+
+def activation_layer(name: str) -> type[nn.Module]:
+    """The activation class called ``name`` (:data:`ACTIVATIONS`); an unknown name is an error listing them."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; choose one of {', '.join(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
 
 
 class Mlp(nn.Module):

@@ -8,8 +8,8 @@ from einops import rearrange
 from torch import nn
 
 from .resize import interpolate
-
-Grid = tuple[int, int]
+from .weight_decay import NoWeightDecay
+from .grid import Grid
 
 
 def is_symbolic(grid) -> bool:
@@ -53,12 +53,14 @@ def square_grid(num_tokens: int) -> Grid:
     return side, side
 
 
-class LearnedPosEmbed(nn.Module):
+class LearnedPosEmbed(NoWeightDecay, nn.Module):
     """Learned absolute position embedding ``weight`` '1 (p + h w) d' for a build grid (h, w).
 
     ``num_prefix`` rows belong to prefix tokens (0 when the prefix tokens get no position, as in
-    DeiT-3 / register models). ``forward(grid)`` returns the embedding resampled to ``grid``.
+    DeiT-3 / register models). ``forward(grid)`` returns the embedding resampled to ``grid``. The table takes no
+    weight decay.
     """
+    no_weight_decay_names = ('weight',)
 
     def __init__(self, grid: Grid, dim: int, num_prefix: int = 0, mode: str = 'bicubic', antialias: bool = True):
         super().__init__()

@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from .layers import Mlp
-
-Grid = tuple[int, int]
+from .weight_decay import NoWeightDecay
+from .grid import Grid
 
 
 def cached_tensors(maxsize: int):
@@ -123,8 +123,10 @@ class _RelativeBias(nn.Module):
         return bias
 
 
-class RelPosBias(_RelativeBias):
-    """Learned offset ``table`` 'heads (2h-1) (2w-1)' for the build ``window`` (h, w), resized per input grid."""
+class RelPosBias(NoWeightDecay, _RelativeBias):
+    """Learned offset ``table`` 'heads (2h-1) (2w-1)' for the build ``window`` (h, w), resized per input grid; no
+    weight decay on it."""
+    no_weight_decay_names = ('table',)
 
     def __init__(self, window: Grid, num_heads: int):
         super().__init__()
@@ -153,8 +155,10 @@ def log_offsets(grid: Grid) -> torch.Tensor:
     return coords.sign() * coords.abs().log1p()
 
 
-class RelPosMlp(_RelativeBias):
-    """Offset table from an MLP (2 -> hidden -> heads, ReLU, dropout after the hidden layer) of log offsets."""
+class RelPosMlp(NoWeightDecay, _RelativeBias):
+    """Offset table from an MLP (2 -> hidden -> heads, ReLU, dropout after the hidden layer) of log offsets; no
+    weight decay on the MLP (as timm)."""
+    no_weight_decay_names = ('*',)
 
     def __init__(self, num_heads: int, hidden_dim: int = 512, drop: float = 0.125):
         super().__init__()

@@ -10,18 +10,44 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 SEPARABLE_MODES = ('bilinear', 'bicubic')
+#: Devices whose bilinear/bicubic backward is not deterministic (atomics): resized by matrix products there when
+#: deterministic algorithms are on.
+NONDETERMINISTIC_BACKWARD = {'cuda'}
+
+
+def uses_matrix_path(x: torch.Tensor, mode: str) -> bool:
+    """Whether :func:`interpolate` resizes ``x`` by matrix products: deterministic algorithms are on, the mode is
+    separable, and ``x`` is on a device of :data:`NONDETERMINISTIC_BACKWARD`."""
+    return (x.device.type in NONDETERMINISTIC_BACKWARD and mode in SEPARABLE_MODES
+            and torch.are_deterministic_algorithms_enabled())
 
 
 def interpolate(x: torch.Tensor, size=None, scale_factor=None, mode: str = 'nearest', align_corners=None,
                 antialias: bool = False) -> torch.Tensor:
     """``F.interpolate(x, ...)`` for 'b c h w' tensors; on CUDA under deterministic algorithms, bilinear and
-    bicubic run as :func:`matrix_interpolate`."""
+    bicubic run as :func:`matrix_interpolate` (:func:`uses_matrix_path`)."""
     args = dict(size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners, antialias=antialias)
-    if x.is_cuda and mode in SEPARABLE_MODES and torch.are_deterministic_algorithms_enabled():
+    if uses_matrix_path(x, mode):
         return matrix_interpolate(x, **args)
     return F.interpolate(x, **args)
+
+
+class Upsample(nn.Module):
+    """``nn.Upsample`` through :func:`interpolate`, so that a deterministic run on CUDA does not fail in backward
+    (the module to use in heads and necks instead of ``nn.Upsample``)."""
+
+    def __init__(self, scale_factor: float = 2.0, mode: str = 'bilinear', align_corners: bool | None = None):
+        super().__init__()
+        self.scale_factor, self.mode, self.align_corners = scale_factor, mode, align_corners
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return interpolate(x, scale_factor=self.scale_factor, mode=self.mode, align_corners=self.align_corners)
+
+    def extra_repr(self) -> str:
+        return f"scale_factor={self.scale_factor}, mode={self.mode!r}, align_corners={self.align_corners}"
 
 
 def resize_matrix(n: int, size, scale_factor, dtype, device, **args) -> torch.Tensor:

@@ -4,12 +4,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .weight_decay import NoWeightDecay
 
-class PrefixTokens(nn.Module):
+
+class PrefixTokens(NoWeightDecay, nn.Module):
     """Learned tokens, in the order CLS, distillation, registers: 'b n c -> b (p + n) c'.
 
-    ``names`` labels each prefix position ('cls', 'dist', 'reg0', ...), which a DPT readout uses.
+    ``names`` labels each prefix position ('cls', 'dist', 'reg0', ...), which a DPT readout uses. The tokens take no
+    weight decay.
     """
+    no_weight_decay_names = ('cls', 'dist', 'registers')
 
     def __init__(self, dim: int, cls: bool = True, dist: bool = False, registers: int = 0):
         super().__init__()

@@ -1,4 +1,4 @@
-"""Loading and converting checkpoints from other layouts (timm, HF transformers, official; mmseg comes later)."""
+"""Loading and converting checkpoints from other layouts (timm, HF transformers, the official code)."""
 from .io import (CheckpointError, CorruptCheckpointError, NotACheckpointError, RemoteCheckpointError,
                  UnsafeCheckpointError, read_state_dict)
 from .load import CheckpointMismatchError, LoadReport, load_pretrained
