@@ -17,11 +17,13 @@ model = dict(
     rpn_pre_nms_top_n_train=600, rpn_post_nms_top_n_train=300, rpn_pre_nms_top_n_test=300,
     rpn_post_nms_top_n_test=150, rpn_batch_size_per_image=64, box_batch_size_per_image=64)
 train_dataloader = dict(
-    batch_size=2, num_workers=0, sampler=dict(type='InfiniteSampler', shuffle=True), collate_fn=dict(type='pseudo_collate'),
+    batch_size=2, num_workers=0, sampler=dict(type='InfiniteSampler', shuffle=True),
+    collate_fn=dict(type='pseudo_collate'),
     dataset=dict(type='CocoDetectionDataset', data_root=data_root, ann_file='annotations/instances_train.json',
                  img_dir='train', skip_empty=True, flip_prob=0.5))
 val_dataloader = dict(
-    batch_size=2, num_workers=0, sampler=dict(type='DefaultSampler', shuffle=False), collate_fn=dict(type='pseudo_collate'),
+    batch_size=2, num_workers=0, sampler=dict(type='DefaultSampler', shuffle=False),
+    collate_fn=dict(type='pseudo_collate'),
     dataset=dict(type='CocoDetectionDataset', data_root=data_root, ann_file='annotations/instances_val.json',
                  img_dir='val'))
 test_dataloader = val_dataloader

@@ -14,7 +14,7 @@ from mmengine.fileio.backends import LocalBackend
 from mmengine.runner.loops import IterBasedTrainLoop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
-import train  # noqa: E402
+import train
 
 
 def kill_self():

@@ -1,6 +1,5 @@
 """Bad input gets an error that names the file or the config key, or is converted by a stated rule
 (docs/reliability.md); a diverging run stops with its last good checkpoint intact."""
-import sys
 from pathlib import Path
 
 import cv2
@@ -12,12 +11,11 @@ from mmengine.dataset import pseudo_collate
 from heads.datasets import CamVidDataset
 from heads.engine import DivergedError
 from heads.engine.config_check import ConfigKeyError
-from heads.image_io import read_rgb
+from heads.io.images import read_rgb
 from heads.models import DensePreprocessor
 from heads.registry import TRANSFORMS
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 SEG_PIPELINE = [dict(type='LoadImage'), dict(type='LoadAnnotations'), dict(type='PackDenseInputs')]

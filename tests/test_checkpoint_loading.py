@@ -1,6 +1,5 @@
 """Training checkpoints through the Runner (tools/train.py): weights-only reads on resume and load_from, code-
 running pickles refused, truncated files named, .safetensors weights accepted where only weights are needed."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,6 @@ from safetensors.torch import save_file
 from zoo.weights.io import CheckpointError, UnsafeCheckpointError
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 

@@ -1,20 +1,18 @@
 """Image-level training: ImageFolder data, the classifier task model, top-k accuracy, layer-wise lr decay, and a
 short CPU run on patches of real CamVid images that beats predicting the majority class."""
 import math
-import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import DefaultScope
 from mmengine.structures import BaseDataElement
 
 from heads.datasets import ImageFolderDataset
-from heads.metrics import AccuracyMetric
+from heads.evaluation.metrics import AccuracyMetric
 from heads.models import ImageClassifier
 from heads.registry import MODELS
 
@@ -22,7 +20,6 @@ from .reference import shared_data
 from .training_logs import logged
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import make_patch_dataset  # noqa: E402
 import train as train_tool  # noqa: E402
 
@@ -162,15 +159,17 @@ def test_short_run_on_camvid_patches_beats_the_majority_class(tmp_path, monkeypa
     majority = 100 * max(counts['val'].values()) / sum(counts['val'].values())
     train_tool.main(['configs/cls_vitt_camvid_patches.py', '--data-root', str(tmp_path / 'patches'),
                      '--work-dir', str(tmp_path / 'work'), '--cfg-options', 'train_cfg.max_iters=150',
-                     'train_cfg.val_interval=150', 'param_scheduler.1.end=150', 'default_hooks.checkpoint.interval=150'])
+                     'train_cfg.val_interval=150', 'param_scheduler.1.end=150',
+                     'default_hooks.checkpoint.interval=150'])
     _, metrics = logged(tmp_path / 'work')
-    print(f"CamVid patches val top-1 {metrics['top1']:.1f} (majority class {majority:.1f}), top-5 {metrics['top5']:.1f}")
+    print(f"CamVid patches val top-1 {metrics['top1']:.1f} (majority class {majority:.1f}), "
+          f"top-5 {metrics['top5']:.1f}")
     assert metrics['top1'] > majority + 15
 
 
 # --------------------------------------------------------------------------------------------- distillation
 def test_soft_distillation_is_kl_at_temperature_with_the_t_squared_factor():
-    from heads.distillation import distillation_loss
+    from heads.losses.distillation import distillation_loss
     torch.manual_seed(0)
     cls, dist, teacher, labels = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6), torch.tensor([0, 5, 2, 2])
     tau, alpha = 3.0, 0.4
@@ -182,7 +181,7 @@ def test_soft_distillation_is_kl_at_temperature_with_the_t_squared_factor():
 
 
 def test_hard_distillation_trains_the_dist_head_on_the_teacher_argmax():
-    from heads.distillation import distillation_loss
+    from heads.losses.distillation import distillation_loss
     torch.manual_seed(1)
     cls, dist, teacher, labels = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6), torch.tensor([1, 1, 3, 0])
     teacher_labels = teacher.argmax(-1)
@@ -197,7 +196,7 @@ def test_deit_student_with_a_torchvision_teacher_from_a_local_file(tmp_path):
     import torchvision
     from safetensors.torch import save_file
 
-    from heads.distillation import distillation_loss
+    from heads.losses.distillation import distillation_loss
     torch.manual_seed(0)
     reference = torchvision.models.resnet18(weights=None, num_classes=5).eval()
     save_file(reference.state_dict(), tmp_path / 'resnet18.safetensors')

@@ -29,7 +29,8 @@ def test_ade20k_config_is_mmsegs_dpt_vitb_recipe():
     assert {k: v['decay_mult'] for k, v in cfg.optim_wrapper.paramwise_cfg.custom_keys.items()} == \
         {'pos_embed': 0.0, 'prefix': 0.0, 'norm': 0.0}
     warmup, poly = cfg.param_scheduler
-    assert (warmup.type, warmup.start_factor, warmup.begin, warmup.end, warmup.by_epoch) == ('LinearLR', 1e-6, 0, 1500, False)
+    assert (warmup.type, warmup.start_factor, warmup.begin, warmup.end, warmup.by_epoch) == \
+        ('LinearLR', 1e-6, 0, 1500, False)
     assert (poly.type, poly.power, poly.eta_min, poly.begin, poly.end) == ('PolyLR', 1.0, 0.0, 1500, 160000)
     assert cfg.train_cfg.max_iters == 160000 and cfg.train_dataloader.batch_size * 8 == 16
     pre = cfg.model.data_preprocessor
@@ -61,4 +62,4 @@ def test_backbone_experiments_differ_from_vit_only_in_the_backbone(config, name,
     assert differing and all(k.startswith('model.backbone.') for k in differing), sorted(differing)
     assert other.model.backbone.name == name and 'out_indices' not in other.model.backbone  # its default levels
     backbone = heads.MODELS.build(dict(other.model.backbone, **small))
-    assert heads.backbone.backbone_description(backbone) == description
+    assert heads.models.backbone.backbone_description(backbone) == description

@@ -121,7 +121,7 @@ def test_tiny_dpt_segmentor_on_cvt_runs_forward_and_backward():
     assert model.neck.factors == [1, 1, 1, 0.5]
     x = torch.randn(2, 3, 64, 96)
     labels = torch.randint(0, 11, (2, 64, 96))
-    samples = [BaseDataElement(gt_sem_seg=PixelData(data=l[None])) for l in labels]
+    samples = [BaseDataElement(gt_sem_seg=PixelData(data=label[None])) for label in labels]
     losses = model(x, samples, mode='loss')
     sum(losses.values()).backward()
     assert model(x, mode='tensor').shape == (2, 11, 64, 96)

@@ -9,8 +9,14 @@ import pytest
 import torch
 from pycocotools import mask as mask_utils
 
-from heads.datasets import (ADE20KDataset, CamVidDataset, CocoSegDataset, FolderSegDataset, RGBDDepthDataset,
-                            SyntheticScenes)
+from heads.datasets import (
+    ADE20KDataset,
+    CamVidDataset,
+    CocoSegDataset,
+    FolderSegDataset,
+    RGBDDepthDataset,
+    SyntheticScenes,
+)
 from heads.registry import DATASETS
 
 from .reference import shared_data

@@ -2,10 +2,9 @@
 COCO metric. Expected values come from formulas (strides, shapes), scipy's connected-component labelling and
 pycocotools' evaluation of the ground truth itself."""
 import json
-import sys
-from pathlib import Path
 
 import cv2
+import make_camvid_detection
 import numpy as np
 import pytest
 import torch
@@ -13,18 +12,22 @@ from mmengine.structures import BaseDataElement
 from scipy import ndimage
 
 import zoo
-from heads.coco_metric import CocoDetectionMetric
 from heads.datasets import CocoDetectionDataset
 from heads.datasets.coco import ann_to_mask
-from heads.detection import Detectron2View, MMDetView, PyramidBackbone, TorchvisionView, ZooMMDetBackbone, build_detector
+from heads.detection import (
+    Detectron2View,
+    MMDetView,
+    PyramidBackbone,
+    TorchvisionView,
+    ZooMMDetBackbone,
+    build_detector,
+)
+from heads.evaluation.coco import CocoDetectionMetric
 from heads.necks import HierarchicalFPN, SimpleFeaturePyramid
-from heads.visualize import draw_boxes
 from heads.registry import MODELS
+from heads.visualization.draw import draw_boxes
 
 from .reference import shared_data
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
-import make_camvid_detection  # noqa: E402
 
 TINY = {'vit_tiny_patch16_224': dict(depth=2), 'deit_tiny_distilled_patch16_224': dict(depth=2),
         'cvt_13_224': dict(depths=(1, 1, 1)), 'coatnet_0_224': dict(depths=(1, 1, 1, 1))}
@@ -161,7 +164,8 @@ def test_coco_detection_dataset_gives_torchvision_targets(camvid_det):
     assert sample['inputs'].shape == (3, 360, 480) and sample['inputs'].dtype == torch.uint8
     target = sample['data_samples']
     x, y, w, h = anns[0]['bbox']
-    assert target.boxes[0].tolist() == [x, y, x + w, y + h] and target.labels.tolist() == [a['category_id'] for a in anns]
+    assert target.boxes[0].tolist() == [x, y, x + w, y + h]
+    assert target.labels.tolist() == [a['category_id'] for a in anns]
     assert target.masks.shape == (len(anns), 360, 480) and int(target.masks[0].sum()) == anns[0]['area']
     flipped = CocoDetectionDataset('annotations/instances_val.json', img_dir='val', data_root=str(camvid_det),
                                    with_masks=True, flip_prob=1.0)[0]

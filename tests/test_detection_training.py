@@ -1,7 +1,6 @@
 """Must-show of detection export: the torchvision Faster R-CNN on a zoo backbone (CvT-13 with one block per stage,
-from scratch, with an FPN) trains through mmengine on CamVid's cars and pedestrians (COCO format, built from the label maps), and pycocotools'
-box AP on the 101 validation images is above zero and rises with training."""
-import sys
+from scratch, with an FPN) trains through mmengine on CamVid's cars and pedestrians (COCO format, built from the
+label maps), and pycocotools' box AP on the 101 validation images is above zero and rises with training."""
 from pathlib import Path
 
 import cv2
@@ -12,7 +11,6 @@ from heads.engine.logs import read_scalars
 from .reference import shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import make_camvid_detection  # noqa: E402
 import train as train_tool  # noqa: E402
 

@@ -1,7 +1,6 @@
 """The `deterministic` option: resizing as matrix products (what CUDA runs under deterministic algorithms,
 since its bilinear/bicubic backward is not deterministic) equals F.interpolate, and --deterministic training
 on CPU repeats to the bit."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from zoo.core.resize import interpolate, matrix_interpolate
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 CASES = [dict(size=(14, 18), mode='bilinear', align_corners=False),

@@ -25,7 +25,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 from zoo.weights.checksum import checksum_mismatch

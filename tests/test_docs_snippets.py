@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import cv2
@@ -26,7 +25,6 @@ import torch
 from .reference import shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 DOCUMENTS = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), ROOT / 'configs' / 'README.md']
 FENCE = re.compile(r'^```([^\n]*)\n(.*?)^```', re.S | re.M)
 

@@ -71,16 +71,13 @@ def test_non_square_inputs_run_with_every_readout(readout, tmp_path):
 
 def test_hybrid_configs_are_refused_clearly(tmp_path):
     (tmp_path / 'config.json').write_text('{"model_type": "dpt", "is_hybrid": true}')
-    with pytest.raises(heads.hf_dpt.CheckpointError, match='plain ViT backbone'):
+    with pytest.raises(heads.hf.dpt.CheckpointError, match='plain ViT backbone'):
         heads.from_pretrained_hf(tmp_path)
     with pytest.raises(FileNotFoundError, match='config.json'):
         heads.from_pretrained_hf(tmp_path / 'nothing')
 
 
 def test_convert_tool_writes_a_config_and_weights_that_predict_the_same(tmp_path):
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
     import convert_weights
     save_hf('DPTForDepthEstimation', tmp_path / 'hf')
     weights, config = convert_weights.convert_hf_dpt(tmp_path / 'hf', tmp_path / 'ours')

@@ -24,7 +24,8 @@ def test_add_readout_adds_cls_or_the_mean_of_cls_and_dist(level):
     torch.testing.assert_close(Readout('add', 8, ['cls'])(x, prefix[:, :1]), x + prefix[:, 0, :, None, None])
     deit = Readout('add', 8, ['cls', 'dist'])(x, prefix)
     torch.testing.assert_close(deit, x + prefix.mean(1)[:, :, None, None])
-    assert not torch.allclose(Readout('add', 8, ['cls'])(x, prefix[:, :1] + 1), Readout('add', 8, ['cls'])(x, prefix[:, :1]))
+    readout = Readout('add', 8, ['cls'])
+    assert not torch.allclose(readout(x, prefix[:, :1] + 1), readout(x, prefix[:, :1]))
 
 
 def test_project_readout_is_gelu_linear_of_token_and_cls(level):

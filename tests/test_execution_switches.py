@@ -4,8 +4,13 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.core import (Attention, cpu_has_bf16_kernels, keep_convs_fp32_on_cpu_autocast, set_fused_attention,
-                       set_grad_checkpointing)
+from zoo.core import (
+    Attention,
+    cpu_has_bf16_kernels,
+    keep_convs_fp32_on_cpu_autocast,
+    set_fused_attention,
+    set_grad_checkpointing,
+)
 from zoo.profiling import peak_memory
 
 SMALL = {

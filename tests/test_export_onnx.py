@@ -1,8 +1,6 @@
 """heads.export: torch.export programs and ONNX files with a dynamic input height and width, checked against eager
 PyTorch (and onnxruntime) at sizes other than the traced one; tools/export_model.py."""
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,12 +8,20 @@ import torch
 pytest.importorskip('onnxruntime')
 pytest.importorskip('onnxscript')
 
-import heads  # noqa: E402
-from heads.detection import PyramidBackbone  # noqa: E402
-from heads.export import (check_size, compare_onnx, export_onnx, export_program, exportable, min_side,  # noqa: E402
-                          required_multiple, run_onnx)
+import heads
+from heads.detection import PyramidBackbone
+from heads.export import (
+    check_size,
+    compare_onnx,
+    export_onnx,
+    export_program,
+    exportable,
+    min_side,
+    required_multiple,
+    run_onnx,
+)
 
-from .reference import tiny_dpt  # noqa: E402
+from .reference import tiny_dpt
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -118,7 +124,6 @@ def test_sizes_that_are_not_multiples_are_refused():
 
 def test_cli_writes_onnx_and_checks_it(tmp_path, capsys):
     """The ViT pyramid's ONNX export, through the CLI: checked at two sizes other than the traced one."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
     from export_model import main
     out = tmp_path / 'vit_pyramid.onnx'
     kwargs = '{"depth": 2, "out_channels": 32}'

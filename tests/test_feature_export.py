@@ -1,7 +1,6 @@
 """tools/export_features.py and heads.features on real CamVid images: stored maps equal the in-memory forward,
 an interrupted export resumes without recomputing finished shards, COCO and folder inputs, the index, errors."""
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,11 @@ import zoo
 from heads.detection import PyramidBackbone
 from heads.features import ExportSettingsError, FeatureStore, input_size, preprocess, weights_hash
 from heads.features import writer as writer_module
-from heads.image_io import read_rgb
+from heads.io.images import read_rgb
 
 from .reference import perturb_, shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import export_features as tool  # noqa: E402
 
 BUILD_MODEL = tool.build_model

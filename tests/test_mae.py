@@ -1,6 +1,5 @@
 """MAE pre-training: exact masking, an encoder that never sees hidden patches, the loss on hidden patches of
 per-patch normalised pixels (written out here), and a short CPU run whose encoder then fine-tunes in DPT."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from .reference import shared_data
 from .training_logs import logged
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 
@@ -97,7 +95,7 @@ def test_short_mae_run_lowers_the_loss_and_its_encoder_fine_tunes_in_dpt(tmp_pat
     first, last = [sum(losses[s] for s in steps) / len(steps) for steps in (sorted(losses)[:2], sorted(losses)[-2:])]
     print(f"MAE reconstruction loss {first:.3f} -> {last:.3f}")
     assert last < 0.9 * first
-    runner = train_tool.main([
+    train_tool.main([
         'configs/dpt_vitt4_camvid_cpu.py', '--data-root', camvid, '--work-dir', str(tmp_path / 'dpt'),
         '--cfg-options', f"model.backbone.pretrained={tmp_path / 'mae' / 'iter_60.pth'}", 'train_cfg.max_iters=2',
         'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1',

@@ -8,7 +8,7 @@ import torch
 from mmengine.logging import MMLogger
 from mmengine.structures import BaseDataElement, PixelData
 
-from heads.metrics import DepthMetric, IoUMetric
+from heads.evaluation.metrics import DepthMetric, IoUMetric
 from heads.registry import METRICS
 
 CLASSES = ('road', 'car', 'sky')

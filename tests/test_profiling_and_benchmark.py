@@ -1,13 +1,9 @@
 """Measurement helpers against hand-computed figures, and the benchmark tool end to end."""
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from zoo.profiling import count_macs, peak_memory
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
 
 
 def test_macs_of_a_linear_layer_and_of_attention():

@@ -14,12 +14,10 @@ import torch
 import zoo
 from heads.engine.config_check import ConfigKeyError
 from heads.engine.runner import DiskFullError, latest_complete_checkpoint
-from zoo.weights import (CheckpointMismatchError, CorruptCheckpointError, NotACheckpointError,
-                         RemoteCheckpointError)
+from zoo.weights import CheckpointMismatchError, CorruptCheckpointError, NotACheckpointError, RemoteCheckpointError
 from zoo.weights.checksum import checksum_mismatch, sidecar
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 
@@ -67,8 +65,9 @@ def test_a_kill_while_writing_keeps_the_only_older_checkpoint(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 3: load_from must fit
-@pytest.mark.parametrize('change, named', [('model.decode_head.num_classes=5', r'decode_head\.head\.4\.weight \(4, 64, 1, 1\) vs model \(5, 64, 1, 1\)'),
-                                           ('model.backbone.mlp_ratio=2.0', r'backbone\.blocks\.0\.mlp\.fc1\.weight')])
+@pytest.mark.parametrize('change, named', [
+    ('model.decode_head.num_classes=5', r'decode_head\.head\.4\.weight \(4, 64, 1, 1\) vs model \(5, 64, 1, 1\)'),
+    ('model.backbone.mlp_ratio=2.0', r'backbone\.blocks\.0\.mlp\.fc1\.weight')])
 def test_load_from_a_checkpoint_of_another_model_stops_naming_the_keys(trained, tmp_path, change, named):
     run = tmp_path / 'run'
     with pytest.raises(CheckpointMismatchError, match=rf"load_from: checkpoint .*iter_2\.pth .*does not fit "

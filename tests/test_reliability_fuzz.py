@@ -27,9 +27,9 @@ from PIL import Image
 from safetensors.torch import save as safetensors_bytes
 
 from heads.features import FeatureStore, FeatureStoreError
-from heads.hf_config import HFConfigError, read_config_json
-from heads.hf_dpt import model_config_from_hf
-from heads.image_io import ImageError, read_rgb
+from heads.hf.config import HFConfigError, read_config_json
+from heads.hf.dpt import model_config_from_hf
+from heads.io.images import ImageError, read_rgb
 from heads.registry import TRANSFORMS
 from zoo.weights import CheckpointError, read_state_dict
 
@@ -79,6 +79,21 @@ def outcome(reader: str, refused: bool) -> None:
     OUTCOMES[reader, 'refused' if refused else 'read'] += 1
 
 
+def read_or_refused(reader: str, read, path, data: bytes, error: type[Exception]):
+    """``data`` written to ``path``, then ``read(path)``, or None when it raised ``error`` with a message naming the
+    file; counted either way."""
+    tried(reader)
+    path.write_bytes(data)
+    try:
+        result = read(path)
+    except error as err:
+        assert str(path) in str(err)
+        outcome(reader, refused=True)
+        return None
+    outcome(reader, refused=False)
+    return result
+
+
 def damaged(seeds: list[bytes]):
     """A seed with up to 8 bytes replaced, optionally cut short, optionally with random bytes inserted."""
     def damage(args):
@@ -118,17 +133,8 @@ CHECKPOINT_SEEDS = [_torch_bytes(STATE), _torch_bytes(STATE, legacy=True),
 @given(data=st.binary(max_size=512) | damaged(CHECKPOINT_SEEDS),
        suffix=st.sampled_from(['.pth', '.bin', '.pt', '.safetensors']))
 def _checkpoint_reader(workdir, data, suffix):
-    tried('checkpoint files')
-    path = workdir / f'weights{suffix}'
-    path.write_bytes(data)
-    try:
-        state = read_state_dict(path)
-    except CheckpointError as err:
-        assert str(path) in str(err)
-        outcome('checkpoint files', refused=True)
-    else:
-        assert all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items())
-        outcome('checkpoint files', refused=False)
+    state = read_or_refused('checkpoint files', read_state_dict, workdir / f'weights{suffix}', data, CheckpointError)
+    assert state is None or all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items())
     assert not MARKER.exists()
 
 
@@ -162,17 +168,9 @@ safetensors_files = st.tuples(st.dictionaries(st.text(max_size=6) | st.just('__m
 @settings(max_examples=EXAMPLES['safetensors headers'], **FUZZ)
 @given(data=safetensors_files)
 def _safetensors_header_reader(workdir, data):
-    tried('safetensors headers')
-    path = workdir / 'weights.safetensors'
-    path.write_bytes(data)
-    try:
-        state = read_state_dict(path)
-    except CheckpointError as err:
-        assert str(path) in str(err)
-        outcome('safetensors headers', refused=True)
-    else:
-        assert all(isinstance(v, torch.Tensor) for v in state.values())
-        outcome('safetensors headers', refused=False)
+    state = read_or_refused('safetensors headers', read_state_dict, workdir / 'weights.safetensors', data,
+                            CheckpointError)
+    assert state is None or all(isinstance(v, torch.Tensor) for v in state.values())
 
 
 # ------------------------------------------------------------------------------------------ HF config.json
@@ -182,9 +180,9 @@ BASE_CONFIG = dict(model_type='dpt', architectures=['DPTForSemanticSegmentation'
                    num_hidden_layers=4, num_attention_heads=4, intermediate_size=128, image_size=64, patch_size=16,
                    backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32,
                    readout_type='project', id2label={'0': 'a', '1': 'b'}, reassemble_factors=[4, 2, 1, 0.5])
-FIELDS = [*BASE_CONFIG, 'qkv_bias', 'layer_norm_eps', 'use_batch_norm_in_fusion_residual', 'use_bias_in_fusion_residual',
-          'num_labels', 'semantic_classifier_dropout', 'use_auxiliary_head', 'auxiliary_loss_weight', 'add_projection',
-          'hidden_act', 'is_hybrid', 'backbone_config', *HOSTILE]
+FIELDS = [*BASE_CONFIG, 'qkv_bias', 'layer_norm_eps', 'use_batch_norm_in_fusion_residual',
+          'use_bias_in_fusion_residual', 'num_labels', 'semantic_classifier_dropout', 'use_auxiliary_head',
+          'auxiliary_loss_weight', 'add_projection', 'hidden_act', 'is_hybrid', 'backbone_config', *HOSTILE]
 hostile_values = json_values | st.sampled_from(HOSTILE) | st.dictionaries(st.sampled_from(HOSTILE), json_scalars,
                                                                           min_size=1, max_size=2)
 
@@ -206,19 +204,12 @@ config_files = st.lists(st.tuples(st.sampled_from(FIELDS), hostile_values, st.bo
 @settings(max_examples=EXAMPLES['HF config.json'], **FUZZ)
 @given(data=config_files)
 def _hf_config_reader(workdir, data):
-    tried('HF config.json')
-    path = workdir / 'config.json'
-    path.write_bytes(data)
-    try:
-        model = model_config_from_hf(read_config_json(path), path)
-    except HFConfigError as err:
-        assert str(path) in str(err)
-        outcome('HF config.json', refused=True)
-    else:  # written and read back the way tools/convert_weights.py and heads.Predictor do
+    model = read_or_refused('HF config.json', lambda p: model_config_from_hf(read_config_json(p), p),
+                            workdir / 'config.json', data, HFConfigError)
+    if model is not None:  # written and read back the way tools/convert_weights.py and heads.Predictor do
         written = workdir / 'model_config.py'
         Config(dict(model=model)).dump(str(written))
         assert Config.fromfile(str(written)).model.type == model['type']
-        outcome('HF config.json', refused=False)
     assert not MARKER.exists()
 
 
@@ -242,17 +233,9 @@ IMAGE_SEEDS = [_encoded('.png', _pixels), _encoded('.jpg', _pixels), _encoded('.
 @settings(max_examples=EXAMPLES['images and label maps'], **FUZZ)
 @given(data=st.binary(max_size=256) | damaged(IMAGE_SEEDS), suffix=st.sampled_from(['.png', '.jpg', '.bmp']))
 def _image_and_label_map_readers(workdir, data, suffix):
-    tried('images and label maps')
     path = workdir / f'frame{suffix}'
-    path.write_bytes(data)
-    try:
-        image = read_rgb(path)
-    except ImageError as err:
-        assert str(path) in str(err)
-        outcome('images and label maps', refused=True)
-    else:
-        assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
-        outcome('images and label maps', refused=False)
+    image = read_or_refused('images and label maps', read_rgb, path, data, ImageError)
+    assert image is None or (image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3)
     try:
         labels = TRANSFORMS.build(dict(type='LoadAnnotations'))({'seg_map_path': str(path), 'num_classes': 4})
     except ImageError as err:
@@ -295,7 +278,7 @@ index_edits = st.lists(st.tuples(
 
 @settings(max_examples=EXAMPLES['feature-store index'], **FUZZ)
 @given(edits=index_edits, raw=st.none() | st.binary(max_size=64))
-def _feature_store_index_reader(exported, workdir, edits, raw):
+def _feature_store_index_reader(exported, workdir, edits, raw):  # noqa: F811  (the imported fixture)
     tried('feature-store index')
     folder = workdir / 'store'
     if not folder.is_dir():

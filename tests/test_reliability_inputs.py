@@ -2,7 +2,6 @@
 backbone family, and a feature-store index that points outside its folder or is malformed."""
 import json
 import re
-import sys
 from pathlib import Path
 
 import cv2
@@ -14,15 +13,14 @@ from PIL import Image
 import heads
 import zoo
 from heads.features import FeatureStore, FeatureStoreError, export_features, folder_images
-from heads.hf_config import HFConfigError
-from heads.image_io import ImageError, read_rgb
+from heads.hf.config import HFConfigError
+from heads.io.images import ImageError, read_rgb
 from heads.registry import TRANSFORMS
 from zoo.backbones.inputs import ImageInputError
 
 from .test_dpt_hf_parity import save_hf
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import convert_weights  # noqa: E402
 
 

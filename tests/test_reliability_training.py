@@ -1,6 +1,5 @@
 """Issue 20, training: config mistakes caught before anything is built (hook keys, value types, unknown types), a
 diverging run naming a checkpoint that was good, and a model with more classes than its data said once."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ from heads.engine.config_check import ConfigKeyError, ConfigTypeError
 from zoo.option_types import OptionTypeError
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import train as train_tool  # noqa: E402
 
 

@@ -38,7 +38,7 @@ def test_segmentor_losses_and_gradients():
     x = torch.randn(2, 3, 64, 96)
     labels = torch.randint(0, 11, (2, 64, 96))
     labels[:, :8] = 255
-    losses = model(x, [sample(l) for l in labels], mode='loss')
+    losses = model(x, [sample(label) for label in labels], mode='loss')
     assert set(losses) == {'loss_ce', 'loss_aux'}
     aux = torch.nn.functional.interpolate(model.auxiliary_head(model.extract_features(x)[-1]), size=(64, 96),
                                           mode='bilinear', align_corners=False)
@@ -130,7 +130,8 @@ def test_predictor_names_bad_images(tmp_path):
 def test_mmengine_train_and_val_steps_with_a_deit_backbone_and_add_readout():
     from mmengine.optim import OptimWrapper
     cfg = tiny_dpt('seg')
-    cfg['backbone'] = dict(type='ZooBackbone', name='deit_tiny_distilled_patch16_224', depth=4, out_indices=(0, 1, 2, 3))
+    cfg['backbone'] = dict(type='ZooBackbone', name='deit_tiny_distilled_patch16_224', depth=4,
+                           out_indices=(0, 1, 2, 3))
     cfg['neck'] = dict(cfg['neck'], readout='add')
     model = heads.MODELS.build(cfg)
     assert model.neck.reassemble[0].readout.add_indices == [0, 1]  # CLS and distillation tokens

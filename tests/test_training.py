@@ -1,7 +1,6 @@
 """Training and evaluation through mmengine Runners and the tools: wiring, resume, autocast, learning."""
 import contextlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,6 @@ import torch
 from .reference import shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import test as test_tool  # noqa: E402
 import train as train_tool  # noqa: E402
 
@@ -75,9 +73,9 @@ def test_amp_trains_in_bf16_autocast_on_cpu(tmp_path):
 
 def majority_class_miou(train_labels, val_labels, num_classes, ignore=255):
     """mIoU (mmseg definitions) of predicting the training set's most frequent class everywhere."""
-    counts = np.bincount(np.concatenate([l[l != ignore] for l in train_labels]), minlength=num_classes)
+    counts = np.bincount(np.concatenate([t[t != ignore] for t in train_labels]), minlength=num_classes)
     majority = counts.argmax()
-    label = np.concatenate([l[l != ignore] for l in val_labels])
+    label = np.concatenate([v[v != ignore] for v in val_labels])
     inter = np.bincount(label[label == majority], minlength=num_classes).astype(float)
     area_label = np.bincount(label, minlength=num_classes).astype(float)
     area_pred = np.zeros(num_classes)
@@ -108,13 +106,14 @@ def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
     root = shared_data('camvid')
     read = lambda split: [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in  # noqa: E731
                           sorted((root / 'annotations' / split).glob('*.png'))]
-    to_ignore = lambda labels: [np.where(l == 11, 255, l) for l in labels]  # noqa: E731
+    to_ignore = lambda labels: [np.where(m == 11, 255, m) for m in labels]  # noqa: E731
     baseline = majority_class_miou(to_ignore(read('train')), to_ignore(read('val')), 11)
     train_tool.main([
         'configs/dpt_vitb_camvid.py', '--work-dir', str(tmp_path), '--data-root', str(root), '--cfg-options',
         *backbone, 'model.backbone.drop_path_rate=0.0', 'model.neck.hidden_channels=[32,64,128,192]',
         'model.neck.fusion_channels=64', 'model.decode_head.in_channels=64',
-        'train_dataloader.dataset.pipeline.2.scale=[160,120]', 'train_dataloader.dataset.pipeline.3.crop_size=[112,160]',
+        'train_dataloader.dataset.pipeline.2.scale=[160,120]',
+        'train_dataloader.dataset.pipeline.3.crop_size=[112,160]',
         'val_dataloader.dataset.pipeline.1.scale=[160,120]', 'train_dataloader.batch_size=8',
         'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
         'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',

@@ -10,8 +10,17 @@ import torch
 from mmengine.structures import BaseDataElement, PixelData
 
 from heads.registry import TRANSFORMS
-from heads.transforms import (LoadAnnotations, LoadImage, PackDenseInputs, Pad, PhotoMetricDistortion, RandomCrop,
-                              RandomFlip, RandomResize, Resize)
+from heads.transforms import (
+    LoadAnnotations,
+    LoadImage,
+    PackDenseInputs,
+    Pad,
+    PhotoMetricDistortion,
+    RandomCrop,
+    RandomFlip,
+    RandomResize,
+    Resize,
+)
 
 
 def write_png(path, array):

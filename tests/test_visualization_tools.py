@@ -2,7 +2,6 @@
 its formula, prediction overlays keep the image's size, the depth colours are monotone in depth, the log and
 dataset pictures show what was logged and what the pipeline packs."""
 import json
-import sys
 from pathlib import Path
 
 import cv2
@@ -12,12 +11,11 @@ import torch
 from einops import rearrange
 
 import zoo
-from heads.visualize import colorize_depth
+from heads.visualization.draw import colorize_depth
 from zoo.attention_maps import AttentionMap, record_attention, rollout
 from zoo.core import Attention
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'tools'))
 import browse_dataset  # noqa: E402
 import infer  # noqa: E402
 import plot_logs  # noqa: E402
@@ -126,7 +124,7 @@ def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch
     assert cv2.imread(str(tmp_path / 'a.png')).shape == picture.shape
     # no --checkpoint: random weights, said on the console and in a title strip above the rest of the picture
     assert 'RANDOM weights' in capsys.readouterr().err
-    from heads.visualize import caption
+    from heads.visualization.draw import caption
     strip = caption(np.zeros((0, picture.shape[1], 3), np.uint8), visualize_attention.RANDOM_WEIGHTS, height=22)
     assert np.array_equal(picture[:22], strip)
 
@@ -251,7 +249,7 @@ def test_plot_logs_draws_a_loss_term_equal_to_the_total_once_and_keeps_metrics_i
 
 
 def test_validation_pictures_title_their_columns_and_show_a_class_legend(trained_quickstart):
-    from heads.visualize import caption, legend
+    from heads.visualization.draw import caption, legend
     work_dir = trained_quickstart[1].parent
     grid = cv2.cvtColor(cv2.imread(str(work_dir / 'predictions.png')), cv2.COLOR_BGR2RGB)
     size, gap = (96, 128), 4  # the quickstart's images; side_by_side's gap

@@ -33,7 +33,8 @@ def test_every_file_container_loads_the_same_weights(container, reference, image
         save_safetensors(reference, tmp_path / 'model.safetensors')
         path = tmp_path
     else:
-        path = tmp_path / {'pth': 'w.pth', 'bin': 'pytorch_model.bin', 'wrapped_pt': 'w.pt', 'ddp_pth': 'w.pth'}[container]
+        names = {'pth': 'w.pth', 'bin': 'pytorch_model.bin', 'wrapped_pt': 'w.pt', 'ddp_pth': 'w.pth'}
+        path = tmp_path / names[container]
         payload = {'wrapped_pt': {'model': state, 'epoch': 3}, 'ddp_pth': {f'module.{k}': v for k, v in state.items()}}
         torch.save(payload.get(container, state), path)
     model = zoo.create_classifier(NAME, pretrained=path).eval()
@@ -69,7 +70,8 @@ def test_position_table_is_resized_like_timm_checkpoint_filter(reference, tmp_pa
     from timm.models.vision_transformer import checkpoint_filter_fn
     ref384 = timm.create_model('vit_tiny_patch16_384', pretrained=False).eval()
     ref384.load_state_dict(checkpoint_filter_fn(reference.state_dict(), ref384))
-    ours = zoo.create_classifier('vit_tiny_patch16_384', pretrained=save_safetensors(reference, tmp_path / 'w.safetensors'))
+    weights = save_safetensors(reference, tmp_path / 'w.safetensors')
+    ours = zoo.create_classifier('vit_tiny_patch16_384', pretrained=weights)
     x = torch.randn(1, 3, 384, 384)
     with torch.no_grad():
         torch.testing.assert_close(ours.eval()(x), ref384(x), atol=1e-4, rtol=1e-4)
@@ -83,7 +85,8 @@ def test_checkpoint_that_does_not_fit_names_the_keys(reference):
         zoo.create_classifier(NAME, pretrained=state)
     assert 'blocks.3.mlp.fc1.weight' in str(err.value) and 'blocks.0.extra.weight' in str(err.value)
     small = perturb_(timm.create_model('vit_small_patch16_224', pretrained=False)).state_dict()
-    with pytest.raises(CheckpointMismatchError, match=r'blocks\.0\.attn\.qkv\.weight \(1152, 384\) vs model \(576, 192\)'):
+    expected = r'blocks\.0\.attn\.qkv\.weight \(1152, 384\) vs model \(576, 192\)'
+    with pytest.raises(CheckpointMismatchError, match=expected):
         zoo.create_classifier(NAME, pretrained=small)
 
 

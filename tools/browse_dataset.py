@@ -10,15 +10,13 @@ depth map, near = bright, invalid black) — the same arrays the preprocessor re
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.image_io import write_rgb  # noqa: E402  (numpy and OpenCV only)
-from heads.visualize import caption, colorize_depth, colorize_labels, default_palette, overlay, side_by_side  # noqa: E402
+from heads.io.images import write_rgb
+from heads.visualization.draw import caption, colorize_depth, colorize_labels, default_palette, overlay, side_by_side
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -53,8 +53,7 @@ def main(argv=None) -> list[dict]:
         parser.error('give CONFIG --backbones NAME ..., or --configs CONFIG CONFIG ...')
     from tqdm import tqdm
 
-    from heads.benchmark.compare import backbone_configs, check_only_backbones_differ, plot, quick, run_one, \
-        write_table
+    from heads.benchmark.compare import backbone_configs, check_only_backbones_differ, plot, quick, run_one, write_table
     from heads.engine.launch import load_config
     load = lambda path: load_config(path, args.cfg_options, None, args.data_root)  # noqa: E731
     if args.backbones:

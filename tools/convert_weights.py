@@ -1,6 +1,6 @@
 r"""Convert checkpoints from other layouts into this project's own (safetensors + a matching config).
 
-    python tools/convert_weights.py hf-dpt HF_FOLDER OUT_DIR          # transformers DPT -> OUT_DIR/{model.safetensors,config.py}
+    python tools/convert_weights.py hf-dpt HF_FOLDER OUT_DIR    # transformers DPT -> model.safetensors, config.py
     python tools/convert_weights.py timm vit_base_patch16_224 IN OUT.safetensors   # timm ViT/DeiT -> our keys
 
 The HF output loads with ``heads.Predictor(OUT_DIR/config.py, OUT_DIR/model.safetensors)``; the timm output
@@ -9,10 +9,7 @@ with ``zoo.create_backbone(name, pretrained=OUT)``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def save_state(model, path: Path) -> None:

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.cli import json_object, positive  # noqa: E402  (standard library only)
+from heads.cli import json_object, positive
 
 #: Stored dtypes (heads.features.writer.DTYPES), listed here so that --help needs no torch.
 DTYPE_NAMES = ('float32', 'float16', 'bfloat16')

@@ -19,8 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.cli import json_object, stage  # noqa: E402  (standard library only)
+from heads.cli import json_object, stage
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,8 +72,16 @@ def main(argv=None) -> int:
     parser, args = parse_args(argv)
     import torch
 
-    from heads.export import (check_size, compare_onnx, compare_program, export_onnx, export_program, exportable,
-                              min_side, required_multiple)
+    from heads.export import (
+        check_size,
+        compare_onnx,
+        compare_program,
+        export_onnx,
+        export_program,
+        exportable,
+        min_side,
+        required_multiple,
+    )
     with stage('building the model'):
         model = build_model(args)
     multiple = required_multiple(exportable(model))

@@ -14,15 +14,14 @@ Predictions come from heads.Predictor (the config's model, resized as its test p
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.image_io import images_in, read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
-from heads.visualize import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay  # noqa: E402
+from heads.io.images import images_in, read_rgb, write_rgb
+from heads.io.labels import IGNORE_INDEX
+from heads.visualization.draw import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,8 +71,8 @@ def predict_scale(cfg):
 
 def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
     """The image with the class colours blended in, and a legend of the classes present."""
-    blended = overlay(image, colorize_labels(labels, palette), alpha, mask=labels != 255)
-    present = [int(c) for c in np.unique(labels) if c != 255]
+    blended = overlay(image, colorize_labels(labels, palette), alpha, mask=labels != IGNORE_INDEX)
+    present = [int(c) for c in np.unique(labels) if c != IGNORE_INDEX]
     names = [classes[c] if c < len(classes) else f'class {c}' for c in present]
     return np.concatenate([blended, legend(names, [palette[c] for c in present], image.shape[0])], axis=1)
 

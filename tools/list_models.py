@@ -11,10 +11,6 @@ at; every backbone takes other sizes too.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 COLUMNS = ['name', 'family', 'classifier_params_M', 'backbone_params_M', 'input', 'out_channels', 'out_strides']
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('root', help='CamVid: images/{split}/*.jpg with annotations/{split}/*.png')
     parser.add_argument('out', help='the COCO-layout folder to write')
-    parser.add_argument('--splits', nargs='+', default=['train', 'val'], help='splits to convert (default: %(default)s)')
+    parser.add_argument('--splits', nargs='+', default=['train', 'val'],
+                        help='splits to convert (default: %(default)s)')
     parser.add_argument('--classes', nargs='+', default=['Car', 'Pedestrian'],
                         help="CamVid class names whose components become instances (default: %(default)s)")
     parser.add_argument('--min-area', type=int, default=64, help='least pixels of a kept component')

@@ -10,7 +10,6 @@ Classes are CamVid's unless ``--classes`` names them (label value = position). P
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.image_io import read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
+from heads.io.images import read_rgb, write_rgb
 
 
 def build_parser() -> argparse.ArgumentParser:

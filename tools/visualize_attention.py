@@ -9,23 +9,21 @@ path (zoo.attention_maps.record_attention).
 
 Panels: one per self-attention layer (``--layer`` picks them by index, negative from the end), the mean over
 heads (``--head 3``: that head; ``--head all``: a row per layer, mean then every head), then the rollout through
-the layers of the last token grid (where rollout is defined: keys and queries the same tokens). Query: ``cls`` (the first
-prefix token; default when the layer has one) or ``Y,X`` in [0, 1] of the image (default: its centre).
+the layers of the last token grid (where rollout is defined: keys and queries the same tokens). Query: ``cls`` (the
+first prefix token; default when the layer has one) or ``Y,X`` in [0, 1] of the image (default: its centre).
 Without --checkpoint the backbone has random weights: the tool says so, in its output and in the picture's title.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from heads.image_io import read_rgb, write_rgb  # noqa: E402  (numpy and OpenCV only)
-from heads.visualize import caption, heatmap, overlay, side_by_side  # noqa: E402
+from heads.io.images import read_rgb, write_rgb
+from heads.visualization.draw import caption, heatmap, overlay, side_by_side
 
 if TYPE_CHECKING:
     from zoo.attention_maps import AttentionMap

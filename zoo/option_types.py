@@ -13,7 +13,10 @@ import inspect
 import os
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
+
+from torch import nn
 
 
 class OptionTypeError(TypeError):
@@ -106,3 +109,30 @@ def wrong_types(cls, options: dict) -> list[tuple[str, str]]:
         if key in hints and matches(value, hints[key]) is False:
             found.append((key, f"expects {describe(hints[key])}, got {value!r} ({type(value).__name__})"))
     return found
+
+
+def accepted_options(cls: type, kwargs_accepted: Mapping[type, frozenset] | None = None) -> set[str] | None:
+    """The keyword arguments ``cls(...)`` accepts, following ``**kwargs`` handed on to ``super().__init__`` up its
+    bases (``nn.Module`` and ``object`` take none); None when a class takes ``**kwargs`` that go elsewhere (they are
+    checked where they go), as its source shows. ``kwargs_accepted``: for classes whose ``**kwargs`` go somewhere
+    known, the keys taken there."""
+    keys: set[str] = set()
+    for klass in cls.__mro__:
+        if klass in (object, nn.Module):
+            return keys
+        init = vars(klass).get('__init__')
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        keys |= {p.name for p in params if p.name != 'self' and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            return keys
+        if kwargs_accepted and klass in kwargs_accepted:
+            return keys | set(kwargs_accepted[klass])
+        try:
+            source = inspect.getsource(init)
+        except (OSError, TypeError):  # no source (defined in a REPL or exec): assume they go on to the base
+            continue
+        if 'super().__init__(' not in source or '**kwargs' not in source.split('super().__init__(', 1)[1]:
+            return None
+    return keys

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import inspect
 from dataclasses import dataclass, field
 
 from torch import nn
 
-from .option_types import OptionTypeError, wrong_types
+from .option_types import OptionTypeError, accepted_options, wrong_types
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 HALF_MEAN, HALF_STD = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
@@ -29,30 +28,18 @@ class Variant:
         cls = self.classes[kind]
         kwargs = {**self.kwargs, **(self.head_kwargs if kind == 'classifier' else {}), **overrides}
         accepted = accepted_options(cls)
-        unknown = sorted(set(kwargs) - accepted)
+        unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
         if unknown:
             raise TypeError(f"{self.name} ({cls.__name__}) does not accept {unknown}; "
                             f"accepted options: {sorted(accepted)}")
         wrong = wrong_types(cls, overrides)
         if wrong:
-            raise OptionTypeError(f"{self.name} ({cls.__name__}): " + '; '.join(f"option {k} {why}" for k, why in wrong))
+            reasons = '; '.join(f"option {k} {why}" for k, why in wrong)
+            raise OptionTypeError(f"{self.name} ({cls.__name__}): {reasons}")
         model = cls(**kwargs)
         model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std,
                                 'input_size': self.input_size}
         return model
-
-
-def accepted_options(cls: type) -> set[str]:
-    """Keyword arguments a model class takes, through ``**kwargs`` forwarding to its bases."""
-    names = set()
-    for klass in cls.__mro__:
-        if klass is nn.Module or '__init__' not in vars(klass):
-            continue
-        params = inspect.signature(klass.__init__).parameters.values()
-        names |= {p.name for p in params if p.name != 'self' and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            break
-    return names
 
 
 _VARIANTS: dict[str, Variant] = {}
@@ -64,7 +51,8 @@ def register_variant(name: str, classes: dict[str, type[nn.Module]], *, mean=IMA
     if name in _VARIANTS:
         raise ValueError(f"model name {name!r} is registered twice")
     size = (input_size, input_size) if isinstance(input_size, int) else tuple(input_size)
-    _VARIANTS[name] = Variant(name, classes, {'img_size': size, **kwargs}, dict(head or {}), tuple(mean), tuple(std), size)
+    _VARIANTS[name] = Variant(name, classes, {'img_size': size, **kwargs}, dict(head or {}), tuple(mean), tuple(std),
+                              size)
 
 
 class UnknownModelError(KeyError):

@@ -21,7 +21,7 @@ import zoo
 from zoo.core import set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, interleaved_rounds, median, peak_memory, seconds_of, time_forward
 
-from ..hf_dpt import from_pretrained_hf
+from ..hf.dpt import from_pretrained_hf
 from .dense import DTYPES
 
 COLUMNS = ['model', 'dtype', 'batch', 'size', 'params_M', 'GMACs', 'ours_img_s', 'ref_img_s', 'ratio',

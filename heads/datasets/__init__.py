@@ -16,6 +16,7 @@ from .samplers import RepeatAugSampler
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
-           'CamVidDataset', 'CocoDetectionDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset', 'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
+           'CamVidDataset', 'CocoDetectionDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset',
+           'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

@@ -1,6 +1,7 @@
 """CamVid (SegNet version): 11 street-scene classes at 480x360, label 11 = void (ignored)."""
 from __future__ import annotations
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import DATASETS
 from .folder import FolderSegDataset
 
@@ -22,7 +23,7 @@ class CamVidDataset(FolderSegDataset):
         if split not in SPLITS:
             raise ValueError(f"CamVid split must be one of {SPLITS}, got {split!r}")
         super().__init__(data_root=data_root, img_dir=f'images/{split}', ann_dir=f'annotations/{split}',
-                         img_suffix='.jpg', seg_suffix='.png', label_map={VOID: 255}, **kwargs)
+                         img_suffix='.jpg', seg_suffix='.png', label_map={VOID: IGNORE_INDEX}, **kwargs)
 
     def layout(self) -> str:
         return (f"{self.data_root}/images/{{train,val}}/*.jpg with same-stem label maps (8-bit, 0..10 classes, "

@@ -10,8 +10,9 @@ import numpy as np
 from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import DATASETS
-from ..visualize import default_palette
+from ..visualization.draw import default_palette
 from .base import DenseDataset
 
 
@@ -55,7 +56,7 @@ def quiet_numpy2():
         yield
 
 
-def render_semantic_map(anns: list[dict], height: int, width: int, ignore_index: int = 255) -> np.ndarray:
+def render_semantic_map(anns: list[dict], height: int, width: int, ignore_index: int = IGNORE_INDEX) -> np.ndarray:
     """Paint ``anns`` (dicts with 'segmentation' and 'label') into an 'h w' uint8 map, ``ignore_index``
     where nothing is annotated. Larger masks are painted first, so smaller objects on top stay visible."""
     masks = [(ann_to_mask(ann['segmentation'], height, width).astype(bool), ann['label']) for ann in anns]

@@ -8,7 +8,7 @@ import torch
 from mmengine.dataset import BaseDataset
 from mmengine.structures import BaseDataElement
 
-from ..image_io import read_rgb
+from ..io.images import read_rgb
 from ..registry import DATASETS
 from .coco import ann_to_mask, load_coco
 
@@ -32,13 +32,15 @@ class CocoDetectionDataset(BaseDataset):
 
     def load_data_list(self) -> list[dict]:
         coco = load_coco(self.ann_file, "a COCO instances JSON (tools/make_camvid_detection.py writes one from CamVid)")
-        self._metainfo.update(classes=tuple(c['name'] for c in sorted(coco.dataset['categories'], key=lambda c: c['id'])),
+        categories = sorted(coco.dataset['categories'], key=lambda c: c['id'])
+        self._metainfo.update(classes=tuple(c['name'] for c in categories),
                               ann_file=self.ann_file)  # CocoDetectionMetric's ground truth
         data_list = []
         for image in coco.dataset['images']:
             anns = [a for a in coco.imgToAnns.get(image['id'], []) if not a.get('iscrowd', 0)]
             if anns or not self.skip_empty:
-                data_list.append(dict(img_path=str(Path(self.data_prefix['img_path']) / image['file_name']), image_id=image['id'],
+                data_list.append(dict(img_path=str(Path(self.data_prefix['img_path']) / image['file_name']),
+                                      image_id=image['id'],
                                       height=image['height'], width=image['width'], anns=anns))
         return data_list
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..registry import DATASETS
-from ..visualize import default_palette
+from ..visualization.draw import default_palette
 from .base import DenseDataset, list_files
 
 

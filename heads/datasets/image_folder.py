@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mmengine.logging import print_log
 
-from ..image_io import IMAGE_SUFFIXES
+from ..io.images import IMAGE_SUFFIXES
 from ..registry import DATASETS
 from .base import DenseDataset
 

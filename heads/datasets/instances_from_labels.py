@@ -44,7 +44,8 @@ def labels_to_coco(image_dir, label_dir, classes: dict[str, int], min_area: int 
     for image_id, stem in enumerate(images, start=1):
         labels = read_unchanged(label_files[stem], 'label map')
         if labels.ndim != 2:
-            raise ValueError(f"label map {label_files[stem]} has {labels.shape[2]} channels; expected one (label values)")
+            raise ValueError(f"label map {label_files[stem]} has {labels.shape[2]} channels; "
+                             f"expected one (label values)")
         height, width = labels.shape[:2]
         coco['images'].append({'id': image_id, 'file_name': str(images[stem].relative_to(root)),
                                'height': height, 'width': width})

@@ -5,8 +5,9 @@ import itertools
 
 import torch
 from mmengine.dist import get_dist_info, sync_random_seed
-from ..registry import DATA_SAMPLERS
 from torch.utils.data import Sampler
+
+from ..registry import DATA_SAMPLERS
 
 
 @DATA_SAMPLERS.register_module()

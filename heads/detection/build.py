@@ -26,7 +26,8 @@ def build_detector(kind: str, backbone: str, num_classes: int, *, pretrained=Non
         raise ValueError(f"unknown detector {kind!r}; choose one of {sorted(DETECTORS)}")
     body = TorchvisionView(PyramidBackbone(backbone, pretrained, out_channels, **(backbone_kwargs or {})))
     strides = body.module.out_strides
-    anchors = AnchorGenerator(tuple((anchor_size * s // strides[0],) for s in strides), ((0.5, 1.0, 2.0),) * len(strides))
+    sizes = tuple((anchor_size * s // strides[0],) for s in strides)
+    anchors = AnchorGenerator(sizes, ((0.5, 1.0, 2.0),) * len(strides))
     pooled = body.names[:-1]
     rois = {'box_roi_pool': MultiScaleRoIAlign(pooled, output_size=7, sampling_ratio=2)}
     if kind == 'maskrcnn':

@@ -95,7 +95,7 @@ class MMDetView(nn.Module):
 
 
 @MODELS.register_module()
-def ZooMMDetBackbone(name: str, out_indices=None, pyramid: bool = False, pretrained=None,  # noqa: N802 (registry name)
+def ZooMMDetBackbone(name: str, out_indices=None, pyramid: bool = False, pretrained=None,
                      out_channels: int = 256, **backbone_kwargs) -> MMDetView:
     """``dict(type='ZooMMDetBackbone', name=..., out_indices=(0, 1, 2, 3))`` in an mmdet config (after
     registering it in mmdet's MODELS): the zoo backbone's maps, or with ``pyramid=True`` its detection pyramid."""

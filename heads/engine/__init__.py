@@ -1,5 +1,5 @@
 """mmengine glue: a Runner with atomic, safely loaded checkpoints; hooks for safe checkpoints, exact resumes and
-divergence; progress and a short console; autocast training; layer-wise learning-rate decay; prediction pictures."""
+divergence; progress and a short console; autocast training; layer-wise learning-rate decay."""
 from .autocast import AutocastOptimWrapper
 from .layer_decay import LayerDecayOptimWrapperConstructor
 from .non_finite import DivergedError, NonFiniteLossHook
@@ -7,8 +7,6 @@ from .progress import EtaTimerHook, ProgressLoggerHook
 from .rng_state import RngStateHook
 from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
-from .visualization import PredictionVisualizationHook
 
 __all__ = ['AutocastOptimWrapper', 'DivergedError', 'EtaTimerHook', 'LayerDecayOptimWrapperConstructor',
-           'NonFiniteLossHook', 'PredictionVisualizationHook', 'ProgressLoggerHook', 'RngStateHook',
-           'SafeCheckpointHook', 'ZooRunner']
+           'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook', 'ZooRunner']

@@ -12,11 +12,10 @@ from mmengine.model import is_model_wrapper
 def predicted_classes(model) -> tuple[int, str] | None:
     """(class count, its config key) of a segmentation or classification model; None for other tasks
     (depth, detection, where torchvision counts the background as a class)."""
-    from ..models import ImageClassifier
+    from ..models import ImageClassifier, Segmentor
     model = model.module if is_model_wrapper(model) else model
-    head = getattr(model, 'decode_head', None)
-    if head is not None and isinstance(getattr(head, 'num_classes', None), int):
-        return head.num_classes, 'model.decode_head.num_classes'
+    if isinstance(model, Segmentor):
+        return model.decode_head.num_classes, 'model.decode_head.num_classes'
     if isinstance(model, ImageClassifier):
         return model.num_classes, 'model.num_classes'
     return None

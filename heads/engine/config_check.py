@@ -11,7 +11,7 @@ import mmengine.registry as mmengine_registries
 from mmengine.hooks import CheckpointHook
 from mmengine.registry import Registry
 
-from zoo.option_types import wrong_types
+from zoo.option_types import accepted_options, wrong_types
 from zoo.registry import get_variant
 
 from .. import registry as our_registries
@@ -68,31 +68,6 @@ def _known_names() -> set[str]:
     return names
 
 
-def accepted_keys(cls: type) -> set[str] | None:
-    """The keyword arguments ``cls(...)`` accepts, following ``**kwargs`` handed to ``super().__init__``;
-    None when it takes arbitrary keywords (they go elsewhere, and are checked there)."""
-    keys: set[str] = set()
-    for klass in cls.__mro__:
-        if '__init__' not in vars(klass):
-            continue
-        init = vars(klass)['__init__']
-        if klass is object:
-            return keys
-        params = inspect.signature(init).parameters.values()
-        keys |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            return keys
-        if klass in KWARGS_ACCEPTED:
-            return keys | KWARGS_ACCEPTED[klass]
-        try:
-            source = inspect.getsource(init)
-        except (OSError, TypeError):
-            return None
-        if 'super().__init__(' not in source or '**kwargs' not in source.split('super().__init__(', 1)[1]:
-            return None
-    return keys
-
-
 def _dotted(path: str, key) -> str:
     return f'{path}.{key}' if path else str(key)
 
@@ -146,14 +121,14 @@ def check_config_keys(tree, path: str = '') -> None:
             _check_unknown_type(tree, path)
             _check_not_pretrained_init(tree, path)
         cls = _component(tree['type']) if 'type' in tree else None
-        accepted = accepted_keys(cls) if cls is not None else None
+        accepted = accepted_options(cls, KWARGS_ACCEPTED) if cls is not None else None
         if accepted is not None:
             unknown = sorted(k for k in tree if k not in accepted | CONSUMED_BY_BUILDERS)
             if unknown:
                 where = ', '.join(_dotted(path, k) for k in unknown)
                 raise ConfigKeyError(
                     f"config key {where} is not accepted by {cls.__name__} ({inspect.getmodule(cls).__name__}); "
-                    f"it accepts: {', '.join(sorted(accepted - {'self'}))}. Remove it or fix its spelling")
+                    f"it accepts: {', '.join(sorted(accepted))}. Remove it or fix its spelling")
         if cls is not None:
             _check_types(cls, {k: v for k, v in tree.items() if k not in CONSUMED_BY_BUILDERS}, path,
                          f"{cls.__name__} ({inspect.getmodule(cls).__name__})")

@@ -30,10 +30,10 @@ from zoo.weights import CheckpointMismatchError, load_pretrained
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
-from ..durable import replace_durably
+from ..io.durable import replace_durably
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
-from .console import show_essentials_on_console
 from .class_count import more_classes_message
+from .console import show_essentials_on_console
 
 PARTIAL_SUFFIX = '.partial'
 _NUMBERED = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')

@@ -1,7 +1,7 @@
 """How far an exported model's outputs are from eager PyTorch's, at chosen input sizes."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

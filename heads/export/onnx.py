@@ -50,7 +50,7 @@ def onnx_session(path, threads: int | None = None):
 
 def run_onnx(model, x: torch.Tensor | np.ndarray) -> list[np.ndarray]:
     """The outputs of an ONNX model (a file path or an :func:`onnx_session`) for one 'b 3 h w' input."""
-    session = model if hasattr(model, 'run') else onnx_session(model)
+    session = onnx_session(model) if isinstance(model, (str, Path)) else model
     x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
     return session.run(None, {session.get_inputs()[0].name: x.astype(np.float32)})
 

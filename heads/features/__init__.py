@@ -13,4 +13,5 @@ from .store import FeatureStore, FeatureStoreError
 from .writer import ExportSettingsError, ExportSummary, export_features, level_names
 
 __all__ = ['ExportSettingsError', 'ExportSummary', 'FeatureStore', 'FeatureStoreError', 'ImageEntry', 'coco_images',
-           'export_features', 'folder_images', 'input_size', 'level_names', 'preprocess', 'size_multiple', 'weights_hash']
+           'export_features', 'folder_images', 'input_size', 'level_names', 'preprocess', 'size_multiple',
+           'weights_hash']

@@ -18,7 +18,7 @@ import torch
 
 from zoo.contract import Backbone
 
-from ..image_io import check_rgb
+from ..io.images import check_rgb
 
 
 def size_multiple(model: Backbone) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..datasets.coco import load_coco
-from ..image_io import images_in
+from ..io.images import images_in
 
 
 @dataclass(frozen=True)

@@ -22,17 +22,18 @@ import math
 import os
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from safetensors.torch import save_file
 from torch import nn
 from tqdm import tqdm
 
-from ..durable import replace_durably
-from ..image_io import read_rgb
+from ..engine.config_diff import flatten
+from ..io.durable import replace_durably
+from ..io.images import read_rgb
 from .hashing import weights_hash
 from .preprocess import input_size, preprocess, size_multiple
 from .sources import ImageEntry
@@ -222,16 +223,10 @@ def _read_index(out: Path) -> dict | None:
     return index
 
 
-def _flatten(value, prefix: str = '') -> dict:
-    if isinstance(value, dict):
-        return {k: v for key, item in value.items() for k, v in _flatten(item, f'{prefix}{key}.').items()}
-    return {prefix.rstrip('.'): value}
-
-
 def _check_same(out: Path, old: dict, new: dict) -> None:
     keys = ('version', 'backbone', 'weights_hash', 'settings', 'levels')
-    before = _flatten({k: old.get(k) for k in keys})
-    after = _flatten({k: new[k] for k in keys})
+    before = flatten({k: old.get(k) for k in keys})
+    after = flatten({k: new[k] for k in keys})
     changed = [f"{k}: {before.get(k)!r} there, {after.get(k)!r} now" for k in sorted(set(before) | set(after))
                if before.get(k) != after.get(k)]
     if changed:

@@ -1,4 +1,5 @@
-"""Task models (mmengine BaseModel) and their data preprocessor."""
+"""Task models (mmengine BaseModel), their data preprocessors, the zoo backbone as a config part (:mod:`.backbone`)
+and inference on images (:mod:`.predictor`)."""
 from .classifier import ImageClassifier
 from .depth_estimator import DepthEstimator
 from .detector import TorchvisionDetector
@@ -6,5 +7,5 @@ from .mae import MAEPretrainer
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
-__all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer', 'Segmentor',
-           'TorchvisionDetector']
+__all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer',
+           'Segmentor', 'TorchvisionDetector']

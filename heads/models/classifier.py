@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import zoo
 
-from ..distillation import build_teacher, distillation_loss
+from ..losses.distillation import build_teacher, distillation_loss
 from ..registry import MODELS
 from .task_model import TaskModel
 
@@ -16,12 +16,13 @@ class ImageClassifier(TaskModel):
     """``zoo.create_classifier(name, num_classes=..., **backbone options)`` as an mmengine model.
 
     ``pooling`` (ViT): 'token' (the CLS token, timm's ``global_pool='token'``), 'avg' (mean of the patch tokens)
-    or 'attention' (a learned query attending over them, :class:`zoo.core.AttentionPool`). Loss: cross-entropy with ``label_smoothing``; targets are class ids,
+    or 'attention' (a learned query attending over them, :class:`zoo.core.AttentionPool`). Loss: cross-entropy with
+    ``label_smoothing``; targets are class ids,
     or class-probability rows (``gt_score``, e.g. mixed by Mixup/CutMix). Predictions: ``pred_score`` (softmax,
     'k') and ``pred_label`` per sample (a distilled DeiT: the mean of its two heads).
 
     ``distillation=dict(kind='hard'|'soft', alpha=0.5, tau=1.0, teacher=dict(name=..., checkpoint=...,
-    source='zoo'|'torchvision'))``: DeiT training against a frozen teacher (:mod:`heads.distillation`).
+    source='zoo'|'torchvision'))``: DeiT training against a frozen teacher (:mod:`heads.losses.distillation`).
     """
 
     def __init__(self, backbone: dict, num_classes: int, pooling: str | None = None, label_smoothing: float = 0.0,
@@ -70,7 +71,7 @@ class ImageClassifier(TaskModel):
                                label_smoothing=self.label_smoothing)
 
     def distillation_loss_of(self, logits, inputs: torch.Tensor, data_samples) -> torch.Tensor:
-        """DeiT's objective (:func:`heads.distillation.distillation_loss`) with the teacher's logits on ``inputs``;
+        """DeiT's objective (:func:`heads.losses.distillation_loss`) with the teacher's logits on ``inputs``;
         a student without a distillation token uses its one head for both terms."""
         cls_logits, dist_logits = logits if isinstance(logits, tuple) else (logits, logits)
         teacher = self._teacher[0].to(inputs.device)

@@ -11,8 +11,8 @@ from torch import nn
 from zoo.core import keep_convs_fp32_on_cpu_autocast
 from zoo.core.resize import interpolate
 
-from ..backbone import backbone_description
 from ..registry import MODELS
+from .backbone import backbone_description
 from .inference import flip_average, slide_inference
 from .task_model import TaskModel
 
@@ -26,7 +26,8 @@ class DenseModel(TaskModel):
     """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
 
     ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
-    mirroring. ``channels_last``: neck and head convolutions in channels-last layout (same results). Subclasses define ``loss`` and turn head outputs into predictions.
+    mirroring. ``channels_last``: neck and head convolutions in channels-last layout (same results). Subclasses
+    define ``loss`` and turn head outputs into predictions.
     Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
     """
 

@@ -1,7 +1,7 @@
 """Test-time inference strategies shared by the task models: whole image, sliding window, flip."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from mmengine.model import BaseDataPreprocessor
 from mmengine.structures import PixelData
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import MODELS
 
 
@@ -20,16 +21,19 @@ class DensePreprocessor(BaseDataPreprocessor):
 
     Images are normalised with ``mean``/``std`` (0-255 scale, RGB), then padded bottom/right with ``pad_val`` to
     a common size that is a multiple of ``size_divisor``; in training ``gt_sem_seg`` is padded with
-    ``seg_pad_val`` (ignored) and ``gt_depth`` with 0 (invalid); in evaluation they stay at their size. Each sample's metainfo gets ``img_shape`` (before padding) and
+    ``seg_pad_val`` (ignored) and ``gt_depth`` with 0 (invalid); in evaluation they stay at their size. Each
+    sample's metainfo gets ``img_shape`` (before padding) and
     ``pad_shape``; ``ori_shape`` is kept if the pipeline set it.
     """
 
     def __init__(self, mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), size_divisor: int = 32,
-                 pad_val: float = 0.0, seg_pad_val: int = 255, bgr_to_rgb: bool = False, non_blocking: bool = False):
+                 pad_val: float = 0.0, seg_pad_val: int = IGNORE_INDEX, bgr_to_rgb: bool = False,
+                 non_blocking: bool = False):
         super().__init__(non_blocking)
         self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1), persistent=False)
         self.register_buffer('std', torch.tensor(std, dtype=torch.float32).view(-1, 1, 1), persistent=False)
-        self.size_divisor, self.pad_val, self.seg_pad_val, self.bgr_to_rgb = size_divisor, pad_val, seg_pad_val, bgr_to_rgb
+        self.size_divisor, self.pad_val = size_divisor, pad_val
+        self.seg_pad_val, self.bgr_to_rgb = seg_pad_val, bgr_to_rgb
 
     def forward(self, data: dict, training: bool = False) -> dict:
         data = self.cast_data(data)

@@ -6,6 +6,7 @@ from mmengine.structures import PixelData
 
 from zoo.core.resize import interpolate
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import MODELS
 from .dense_model import DenseModel, build
 
@@ -28,7 +29,7 @@ class Segmentor(DenseModel):
         self.auxiliary_head = build(auxiliary_head)
         self.prepare_convolutional_parts(self.auxiliary_head)
         self.aux_weight = aux_weight
-        self.loss_fn = build(loss or dict(type='CrossEntropyLoss', ignore_index=255))
+        self.loss_fn = build(loss or dict(type='CrossEntropyLoss', ignore_index=IGNORE_INDEX))
 
     def loss(self, inputs, data_samples) -> dict:
         labels = torch.stack([s.gt_sem_seg.data[0] for s in data_samples]).long()  # b h w

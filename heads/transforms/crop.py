@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import TRANSFORMS
 from .base import DenseTransform, present_fields, require_image
 
@@ -17,7 +18,7 @@ class RandomCrop(DenseTransform):
     pixels or only one class is present (mmseg semantics). img and every dense field are cropped identically.
     """
 
-    def __init__(self, crop_size, cat_max_ratio: float = 1.0, ignore_index: int = 255):
+    def __init__(self, crop_size, cat_max_ratio: float = 1.0, ignore_index: int = IGNORE_INDEX):
         crop_size = (crop_size, crop_size) if isinstance(crop_size, int) else tuple(crop_size)
         if len(crop_size) != 2 or min(crop_size) <= 0:
             raise ValueError(f"crop_size must be a positive int or an (h, w) pair, got {crop_size!r}")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..image_io import ImageError, check_rgb, decode, read_rgb
+from ..io.images import ImageError, check_rgb, decode, read_rgb
+from ..io.labels import IGNORE_INDEX
 from ..registry import TRANSFORMS
 from .base import DenseTransform
 
@@ -16,7 +17,6 @@ from .base import DenseTransform
 DEFAULT_DEPTH_SCALE = 1000.0
 DEFAULT_DEPTH_INVALID = (0,)
 #: The label that losses and metrics skip (mmseg's convention); padding and void classes are mapped to it.
-IGNORE_INDEX = 255
 
 
 def _add_field(results: dict, key: str) -> None:
@@ -76,9 +76,9 @@ def encode_labels(raw: np.ndarray, label_map: dict | None, reduce_zero_label: bo
                 raise ValueError(f"label_map sends {old} to {new}, outside the uint8 range 0..255")
             labels[raw == old] = new
     if reduce_zero_label:
-        labels[labels == 0] = 255
+        labels[labels == 0] = IGNORE_INDEX
         labels = labels - 1  # 255 -> 254, so that ...
-        labels[labels == 254] = 255  # ... ignore stays ignore
+        labels[labels == IGNORE_INDEX - 1] = IGNORE_INDEX  # ... ignore stays ignore
     return labels
 
 
@@ -127,27 +127,28 @@ class LoadAnnotations(DenseTransform):
         self.seg, self.depth = seg, depth
 
     def transform(self, results: dict) -> dict:
-        if self.seg:
-            if results.get('gt_seg_map') is None:
-                results['gt_seg_map'] = self._load_seg(results)
+        wanted = [('gt_seg_map', self._load_seg, 'label map')] * self.seg + \
+                 [('gt_depth', self._load_depth, 'depth map')] * self.depth
+        for field, load, what in wanted:
+            if results.get(field) is None:
+                results[field] = load(results)
             else:
-                _check_same_size(results['gt_seg_map'], None, results, 'label map')
-            _add_field(results, 'gt_seg_map')
-        if self.depth:
-            if results.get('gt_depth') is None:
-                results['gt_depth'] = self._load_depth(results)
-            else:
-                _check_same_size(results['gt_depth'], None, results, 'depth map')
-            _add_field(results, 'gt_depth')
+                _check_same_size(results[field], None, results, what)
+            _add_field(results, field)
         return results
 
     @staticmethod
-    def _load_seg(results: dict) -> np.ndarray:
-        path = results.get('seg_map_path')
+    def _read(results: dict, key: str, option: str, field: str, what: str) -> tuple[str, np.ndarray]:
+        """(path, raw array) of the annotation file ``results[key]``; its absence is an error saying what to do."""
+        path = results.get(key)
         if path is None:
-            raise KeyError("LoadAnnotations(seg=True) needs results['seg_map_path'] (or an in-memory "
-                           "'gt_seg_map'); use seg=False for a dataset without label maps")
-        raw = read_unchanged(path, 'label map')
+            raise KeyError(f"LoadAnnotations({option}=True) needs results['{key}'] (or an in-memory '{field}'); use "
+                           f"{option}=False for a dataset without {what}s")
+        return path, read_unchanged(path, what)
+
+    @classmethod
+    def _load_seg(cls, results: dict) -> np.ndarray:
+        path, raw = cls._read(results, 'seg_map_path', 'seg', 'gt_seg_map', 'label map')
         if raw.ndim == 3:
             raise ImageError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
                              f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
@@ -159,13 +160,9 @@ class LoadAnnotations(DenseTransform):
         _check_label_range(labels, results.get('num_classes'), path)
         return labels
 
-    @staticmethod
-    def _load_depth(results: dict) -> np.ndarray:
-        path = results.get('depth_path')
-        if path is None:
-            raise KeyError("LoadAnnotations(depth=True) needs results['depth_path'] (or an in-memory "
-                           "'gt_depth'); use depth=False for a dataset without depth maps")
-        raw = read_unchanged(path, 'depth map')
+    @classmethod
+    def _load_depth(cls, results: dict) -> np.ndarray:
+        path, raw = cls._read(results, 'depth_path', 'depth', 'gt_depth', 'depth map')
         if raw.ndim != 2 or raw.dtype not in (np.uint8, np.uint16):
             raise ImageError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
                              f"be a single-channel 16-bit (or 8-bit) PNG of raw depth values")

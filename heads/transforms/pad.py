@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..io.labels import IGNORE_INDEX
 from ..registry import TRANSFORMS
 from .base import DenseTransform, present_fields, require_image
 
@@ -16,7 +17,7 @@ class Pad(DenseTransform):
     """
 
     def __init__(self, size=None, size_divisor: int | None = None, pad_val: float = 0,
-                 seg_pad_val: int = 255):
+                 seg_pad_val: int = IGNORE_INDEX):
         if size is None and size_divisor is None:
             raise ValueError("Pad needs size=(w, h) and/or size_divisor")
         self.size = (size, size) if isinstance(size, int) else (None if size is None else tuple(size))

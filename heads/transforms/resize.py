@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from ..image_io import keep_ratio_size
+from ..io.images import keep_ratio_size
 from ..registry import TRANSFORMS
 from .base import DenseTransform, present_fields, require_image
 

@@ -22,8 +22,20 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import (Attention, Block, ConvBN, DropPath, FusedQKV, LayerNorm6, RelPosBias, RelPosMlp, activate,
-                    activation_layer, grad_free, init_linear)
+from ..core import (
+    Attention,
+    Block,
+    ConvBN,
+    DropPath,
+    FusedQKV,
+    LayerNorm6,
+    RelPosBias,
+    RelPosMlp,
+    activate,
+    activation_layer,
+    grad_free,
+    init_linear,
+)
 from ..registry import register_variant
 from .common import drop_path_rates, pair, tap_indices
 from .inputs import check_images
@@ -210,10 +222,10 @@ class CoAtNetEncoder(nn.Module):
 
     def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(96, 192, 384, 768),
                  depths=(2, 3, 5, 2), stem_widths=(64, 64), block_types: str = 'CCTT', act: str = 'gelu',
-                 expand_from_input: bool = False, pre_act: bool = False, stride_mode: str = 'dw', conv_bias: bool = True,
-                 se_early: bool = False, se_act: str = 'silu', pool: str = 'avg2', expand_first: bool = True,
-                 shortcut_bias: bool = True, rel_pos: str = 'bias', rel_pos_dim: int = 512, attn_drop_rate: float = 0.0,
-                 drop_path_rate: float = 0.0):
+                 expand_from_input: bool = False, pre_act: bool = False, stride_mode: str = 'dw',
+                 conv_bias: bool = True, se_early: bool = False, se_act: str = 'silu', pool: str = 'avg2',
+                 expand_first: bool = True, shortcut_bias: bool = True, rel_pos: str = 'bias', rel_pos_dim: int = 512,
+                 attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         size = pair(img_size)
         self.embed_dims = list(embed_dims)

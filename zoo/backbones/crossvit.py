@@ -18,8 +18,17 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import (Attention, Block, Checkpointable, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens,
-                    SeparateQKV, init_linear)
+from ..core import (
+    Attention,
+    Block,
+    Checkpointable,
+    DropPath,
+    LearnedPosEmbed,
+    PatchEmbed,
+    PrefixTokens,
+    SeparateQKV,
+    init_linear,
+)
 from ..core.resize import interpolate
 from ..registry import register_variant
 from .common import drop_path_rates, pair, tap_indices

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..registry import register_variant
-from .vit import VIT, ViTBackbone, ViTClassifier, VIT_SIZES
+from .vit import VIT, VIT_SIZES, ViTBackbone, ViTClassifier
 
 
 class DistilledClassifier(ViTClassifier):

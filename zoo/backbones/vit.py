@@ -36,10 +36,11 @@ class ViTEncoder(nn.Module):
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 16, in_chans: int = 3,
-                 embed_dim: int = 768, depth: int = 12, num_heads: int = 12, mlp_ratio: float = 4.0, qkv_bias: bool = True, class_token: bool = True,
-                 dist_token: bool = False, reg_tokens: int = 0, pos_embed: str = 'learned',
-                 pos_embed_prefix: bool = True, pos_interp: str = 'bicubic', pos_antialias: bool = True,
-                 init_values: float | None = None, post_norm: bool = False, norm_eps: float = 1e-6,
+                 embed_dim: int = 768, depth: int = 12, num_heads: int = 12, mlp_ratio: float = 4.0,
+                 qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
+                 pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
+                 pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
+                 norm_eps: float = 1e-6,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)

@@ -2,16 +2,31 @@
 from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
-from .execution import (Checkpointable, cpu_has_bf16_kernels, keep_convs_fp32_on_cpu_autocast,
-                        set_fused_attention, set_grad_checkpointing)
+from .execution import (
+                        Checkpointable,
+                        cpu_has_bf16_kernels,
+                        keep_convs_fp32_on_cpu_autocast,
+                        set_fused_attention,
+                        set_grad_checkpointing,
+)
 from .grid import Grid
-from .layers import (ACTIVATIONS, DropPath, Dropout, LayerScale, Mlp, QuickGELU, activate, activation_layer, grad_free,
-                     init_linear)
+from .layers import (
+                        ACTIVATIONS,
+                        Dropout,
+                        DropPath,
+                        LayerScale,
+                        Mlp,
+                        QuickGELU,
+                        activate,
+                        activation_layer,
+                        grad_free,
+                        init_linear,
+)
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .qkv import ConvQKV, FusedQKV, SeparateQKV
+from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
 

@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from .qkv import FusedQKV
 from .grid import Grid
+from .qkv import FusedQKV
 
 
 class Attention(nn.Module):

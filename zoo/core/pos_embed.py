@@ -7,9 +7,9 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from .grid import Grid
 from .resize import interpolate
 from .weight_decay import NoWeightDecay
-from .grid import Grid
 
 
 def is_symbolic(grid) -> bool:

@@ -18,9 +18,9 @@ import functools
 import torch
 from torch import nn
 
+from .grid import Grid
 from .layers import Mlp
 from .weight_decay import NoWeightDecay
-from .grid import Grid
 
 
 def cached_tensors(maxsize: int):

@@ -1,6 +1,12 @@
 """Loading and converting checkpoints from other layouts (timm, HF transformers, the official code)."""
-from .io import (CheckpointError, CorruptCheckpointError, NotACheckpointError, RemoteCheckpointError,
-                 UnsafeCheckpointError, read_state_dict)
+from .io import (
+                 CheckpointError,
+                 CorruptCheckpointError,
+                 NotACheckpointError,
+                 RemoteCheckpointError,
+                 UnsafeCheckpointError,
+                 read_state_dict,
+)
 from .load import CheckpointMismatchError, LoadReport, load_pretrained
 
 __all__ = ['CheckpointError', 'CheckpointMismatchError', 'CorruptCheckpointError', 'LoadReport',

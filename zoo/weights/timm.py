@@ -5,6 +5,7 @@ import re
 
 from einops import rearrange
 
+from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from ..core.pos_embed import square_grid
 from .rename import rename_keys
 
@@ -25,7 +26,6 @@ _COATNET_RULES = [(r'^stem\.conv1\.', 'stem.conv1.conv.'), (r'^stem\.norm1\.', '
                   (r'\.norm1\.norm\.', '.norm1.'), (r'\.attn\.rel_pos\.mlp\.', '.attn.pos_bias.mlp.'),
                   (r'\.attn\.rel_pos\.relative_position_bias_table$', '.attn.pos_bias.table'),
                   (r'^head\.norm\.', 'norm.'), (r'^head\.pre_logits\.fc\.', 'pre_logits.'), (r'^head\.fc\.', 'head.')]
-_COATNET_HEAD_DIM = 32
 
 
 def coatnet_from_timm(state: dict) -> dict:
@@ -38,7 +38,7 @@ def coatnet_from_timm(state: dict) -> dict:
         if re.search(r'\.(attn\.(qkv|proj)|mlp\.fc[12])\.weight$', key) and value.ndim == 4:
             value = value.flatten(1)  # 1x1 conv -> Linear
         if re.search(r'\.attn\.qkv\.(weight|bias)$', key):  # rows '(heads three d)' -> '(three heads d)'
-            value = rearrange(value, '(h three d) ... -> (three h d) ...', three=3, d=_COATNET_HEAD_DIM)
+            value = rearrange(value, '(h three d) ... -> (three h d) ...', three=3, d=COATNET_HEAD_DIM)
         if key.endswith('.attn.pos_bias.table') and value.ndim == 2:  # '(dy dx) heads' -> 'heads dy dx'
             value = rearrange(value, '(dy dx) heads -> heads dy dx', dy=square_grid(value.shape[0])[0])
         out[key] = value

@@ -17,7 +17,8 @@ from torch import nn
 
 from zoo.core.resize import interpolate
 
-from .registry import MODELS
+from ..io.labels import IGNORE_INDEX
+from ..registry import MODELS
 
 
 def _float32(a):
@@ -64,7 +65,7 @@ class CrossEntropyLoss(nn.Module):
     Labels outside [0, k) other than ``ignore_index`` raise ValueError.
     """
 
-    def __init__(self, ignore_index: int = 255, class_weight=None, loss_weight: float = 1.0,
+    def __init__(self, ignore_index: int = IGNORE_INDEX, class_weight=None, loss_weight: float = 1.0,
                  avg_non_ignore: bool = True):
         super().__init__()
         self.ignore_index = ignore_index
@@ -142,9 +143,7 @@ class ScaleShiftInvariantLoss(nn.Module):
 
     def __init__(self, alpha: float = 0.5, scales: int = 4, loss_weight: float = 1.0):
         super().__init__()
-        self.alpha = alpha
-        self.scales = scales
-        self.loss_weight = loss_weight
+        self.alpha, self.scales, self.loss_weight = alpha, scales, loss_weight
 
     @_in_float32
     def forward(self, pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -176,9 +175,7 @@ class SiLogLoss(nn.Module):
 
     def __init__(self, lambd: float = 0.85, eps: float = 1e-6, loss_weight: float = 1.0):
         super().__init__()
-        self.lambd = lambd
-        self.eps = eps
-        self.loss_weight = loss_weight
+        self.lambd, self.eps, self.loss_weight = lambd, eps, loss_weight
 
     @_in_float32
     def forward(self, pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -96,7 +96,7 @@ class _Fields:
 
 
 def hf_dpt_fields(config: dict, source='config.json') -> dict:
-    """The checked values of the DPT fields :func:`heads.hf_dpt.model_config_from_hf` uses, with transformers'
+    """The checked values of the DPT fields :func:`heads.hf.dpt.model_config_from_hf` uses, with transformers'
     defaults for absent ones. Refuses configs of other models and of hybrid or external backbones."""
     if config.get('model_type') != 'dpt':
         raise HFConfigError(f"{source}: not a DPT config (model_type={config.get('model_type')!r})")

@@ -8,7 +8,7 @@ from torch import nn
 from zoo.core import Dropout
 from zoo.core.resize import Upsample
 
-from .registry import MODELS
+from ..registry import MODELS
 
 
 @MODELS.register_module()

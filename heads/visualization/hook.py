@@ -8,9 +8,10 @@ import numpy as np
 from mmengine.hooks import Hook
 from mmengine.runner import BaseLoop
 
-from ..image_io import write_rgb
+from ..io.images import write_rgb
+from ..io.labels import IGNORE_INDEX
 from ..registry import HOOKS
-from ..visualize import caption, colorize_depth, colorize_labels, default_palette, draw_boxes, legend, side_by_side
+from .draw import caption, colorize_depth, colorize_labels, default_palette, draw_boxes, legend, side_by_side
 
 
 @HOOKS.register_module()
@@ -82,7 +83,7 @@ class PredictionVisualizationHook(Hook):
         if 'pred_sem_seg' not in sample:
             return set()
         maps = [sample.pred_sem_seg.data] + ([sample.gt_sem_seg.data] if 'gt_sem_seg' in sample else [])
-        return {int(c) for m in maps for c in m.unique().tolist() if int(c) != 255}
+        return {int(c) for m in maps for c in m.unique().tolist() if int(c) != IGNORE_INDEX}
 
     def _panels(self, runner, image, sample) -> list[np.ndarray]:
         rgb = np.ascontiguousarray(image.cpu().numpy().transpose(1, 2, 0))

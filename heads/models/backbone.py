@@ -6,7 +6,7 @@ from __future__ import annotations
 import zoo
 from zoo.contract import Backbone
 
-from .registry import MODELS
+from ..registry import MODELS
 
 # dict(type='ZooBackbone', name=..., pretrained=..., out_indices=..., **overrides) -> zoo.create_backbone(...)
 MODELS.register_module(name='ZooBackbone', module=zoo.create_backbone)

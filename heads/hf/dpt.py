@@ -4,7 +4,7 @@
 written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``, builds our model from
 that config and loads the converted weights. The conversion is exact: HF's separate query/key/value
 Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does. ``config.json``
-is untrusted input: its fields are type-checked before use (:mod:`heads.hf_config`, :class:`HFConfigError`).
+is untrusted input: its fields are type-checked before use (:mod:`heads.hf.config`, :class:`HFConfigError`).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import torch
 from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
 from zoo.weights.rename import rename_keys
 
-from .hf_config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
-from .models import DepthEstimator, Segmentor
-from .registry import MODELS
+from ..models import DepthEstimator, Segmentor
+from ..registry import MODELS
+from .config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
 
 HF_MEAN, HF_STD = (127.5, 127.5, 127.5), (127.5, 127.5, 127.5)  # DPTImageProcessor: 0.5 / 0.5 on 0-1
 
@@ -63,8 +63,8 @@ def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
 
 def model_config_from_hf(config: dict, source='config.json') -> dict:
     """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict; every field used is
-    checked first (:func:`heads.hf_config.hf_dpt_fields`, errors name ``source``), and the result holds only
-    numbers, booleans, None and identifiers (:func:`heads.hf_config.check_literal`)."""
+    checked first (:func:`heads.hf.config.hf_dpt_fields`, errors name ``source``), and the result holds only
+    numbers, booleans, None and identifiers (:func:`heads.hf.config.check_literal`)."""
     f = hf_dpt_fields(config, source)
     hidden, fusion = f['hidden_size'], f['fusion_hidden_size']
     backbone = dict(type='ZooBackbone', name='vit_base_patch16_224', img_size=f['image_size'],

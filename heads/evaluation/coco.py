@@ -8,8 +8,8 @@ import numpy as np
 from mmengine.evaluator import BaseMetric
 from pycocotools.cocoeval import COCOeval
 
-from .datasets.coco import encode_mask, load_coco
-from .registry import METRICS
+from ..datasets.coco import encode_mask, load_coco
+from ..registry import METRICS
 
 STAT_NAMES = ('mAP', 'mAP_50', 'mAP_75', 'mAP_s', 'mAP_m', 'mAP_l')  # COCOeval.stats[0:6]
 

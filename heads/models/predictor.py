@@ -9,8 +9,8 @@ from mmengine.structures import BaseDataElement
 
 from zoo.weights import load_pretrained
 
-from .image_io import check_rgb, keep_ratio_size, read_rgb
-from .registry import MODELS
+from ..io.images import check_rgb, keep_ratio_size, read_rgb
+from ..registry import MODELS
 
 
 class Predictor:

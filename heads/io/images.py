@@ -78,7 +78,7 @@ def decode(path, flags: int, what: str = 'image') -> np.ndarray:
     size = declared_size(data)
     if size is not None and size[0] * size[1] > MAX_PIXELS:
         raise ImageError(f"{what} {path} declares {size[0]}x{size[1]} pixels, more than the {MAX_PIXELS} this "
-                         f"reader decodes (heads.image_io.MAX_PIXELS): a damaged or hostile header, or an image to "
+                         f"reader decodes (heads.io.images.MAX_PIXELS): a damaged or hostile header, or an image to "
                          f"tile first")
     if data.startswith(_JPEG) and jpeg_truncated(data):
         raise ImageError(f"cannot decode {what} {path}: the file is corrupt or truncated: its JPEG data ends "

@@ -14,14 +14,16 @@ in which case they read '<prefix>/<key>'.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import MMLogger
 
-from .registry import METRICS
+from ..io.labels import IGNORE_INDEX
+from ..registry import METRICS
 
 
 def _hw(data: torch.Tensor, name: str, sample: dict) -> torch.Tensor:
@@ -78,7 +80,7 @@ class IoUMetric(BaseMetric):
 
     default_prefix = ''
 
-    def __init__(self, ignore_index: int = 255, num_classes: Optional[int] = None,
+    def __init__(self, ignore_index: int = IGNORE_INDEX, num_classes: Optional[int] = None,
                  nan_to_num: Optional[float] = None, prefix: Optional[str] = None,
                  collect_device: str = 'cpu', print_table: bool = True,
                  collect_dir: Optional[str] = None) -> None:
@@ -118,7 +120,7 @@ class IoUMetric(BaseMetric):
 
     @staticmethod
     def intersect_and_union(pred: torch.Tensor, label: torch.Tensor, num_classes: int,
-                            ignore_index: int = 255) -> tuple[torch.Tensor, ...]:
+                            ignore_index: int = IGNORE_INDEX) -> tuple[torch.Tensor, ...]:
         """Areas of one image: pred, label '...' (same shape, integer) -> 4 int64 CPU tensors 'k':
         (intersect, union, pred_area, label_area), counted over pixels where label != ignore_index."""
         keep = label != ignore_index
