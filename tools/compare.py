@@ -4,6 +4,8 @@ r"""Compare backbones under one experiment: the same training and evaluation, on
         cvt_13_224 coatnet_0_rw_224 crossvit_small_240 --out results/compare_camvid --data-root data/camvid
     python tools/compare.py --configs configs/dpt_vitb_ade20k.py configs/dpt_cvt13_ade20k.py --out results/ade
     python tools/compare.py configs/quickstart.py --backbones vit_tiny_patch16_224 cvt_13_224 --quick   # a first try
+    python tools/compare.py configs/dpt_vitt4_camvid_cpu.py --backbones vit_tiny_patch16_224 cvt_13_224 \
+        --seeds 3 --budget flops:20 --out results/camvid_seeds   # 3 seeds each, equal training FLOPs
 
 With --backbones the config's model.backbone is replaced by each named zoo backbone (its default taps;
 NAME:{"depth": 4} adds options). With --configs the configs must be identical except model.backbone; the tool
@@ -11,6 +13,16 @@ refuses otherwise and lists the keys that differ. Each backbone trains in OUT/<n
 finished backbone is not rerun (its result.json is read back) and an interrupted one resumes from its last
 checkpoint. Writes OUT/compare.md, OUT/compare.csv and OUT/compare.png (the validation metric against GMACs and
 against forward throughput).
+
+Repeated runs (--seeds N): each backbone trains N times, seeds k = s .. s+N-1 (s: the config's randomness.seed),
+in OUT/<name>/seed<k>; seed k gives every backbone the same data order and augmentation. The table reports each
+metric's mean, standard deviation (<metric>_std) and 95% confidence interval (mean +- <metric>_ci95, Student's t),
+the plot draws the intervals, and a second table tests every pair (paired t-test over seeds, Holm-adjusted:
+heads/benchmark/stats.py says why). An interrupted comparison reruns only the runs without a result.json.
+
+Budgets (--budget): 'iters' (default: the config's max_iters for all), 'flops:T' (T TFLOP of training each:
+3 x forward MACs x 2 per image) or 'time:S' (S seconds of forward+backward each, timed here); the schedule is
+rescaled to each backbone's length (heads/benchmark/budget.py).
 
 Speed columns: forward_img_s is timed at the training crop in rounds alternating with a 2048^3 matmul, so a busy
 machine shows as a low matmul rate; a row measured at under 75% of the best matmul rate of the table is marked in
@@ -26,6 +38,8 @@ from pathlib import Path
 
 from mmengine.config import DictAction
 
+from heads.cli import positive
+
 QUICK_ITERS, QUICK_VAL_SAMPLES = 20, 16
 
 
@@ -40,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, metavar='KEY=VALUE', default=None,
                         help='overrides applied to every experiment, e.g. train_cfg.max_iters=200')
     parser.add_argument('--metric', help='the validation metric to plot (default: mIoU, else the first one)')
+    parser.add_argument('--seeds', type=positive, default=1, metavar='N',
+                        help='runs per backbone with seeds s..s+N-1 (s: the config\'s randomness.seed); N >= 2 adds '
+                             'standard deviations, 95%% intervals and pairwise tests')
+    parser.add_argument('--budget', default='iters', metavar='iters|flops:TFLOP|time:SECONDS',
+                        help='equal iterations (default), equal training TFLOP, or equal training seconds per backbone')
     parser.add_argument('--quick', action='store_true',
                         help=f'a first try: at most {QUICK_ITERS} training iterations, validation on the first '
                              f'{QUICK_VAL_SAMPLES} samples (numbers for a smoke test, not for a comparison)')
@@ -53,7 +72,21 @@ def main(argv=None) -> list[dict]:
         parser.error('give CONFIG --backbones NAME ..., or --configs CONFIG CONFIG ...')
     from tqdm import tqdm
 
-    from heads.benchmark.compare import backbone_configs, check_only_backbones_differ, plot, quick, run_one, write_table
+    from heads.benchmark.budget import parse_budget
+    from heads.benchmark.compare import (
+        backbone_configs,
+        check_only_backbones_differ,
+        metric_names,
+        plot,
+        quick,
+        run_backbone,
+        significance_table,
+        write_table,
+    )
+    try:
+        budget = parse_budget(args.budget)
+    except ValueError as error:
+        parser.error(str(error))
     from heads.engine.launch import load_config
     load = lambda path: load_config(path, args.cfg_options, None, args.data_root)  # noqa: E731
     if args.backbones:
@@ -66,10 +99,18 @@ def main(argv=None) -> list[dict]:
             quick(cfg, QUICK_ITERS, QUICK_VAL_SAMPLES)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [run_one(name, cfg, out) for name, cfg in tqdm(configs.items(), desc='backbones', unit='run')]
+    rows, runs = [], {}
+    with tqdm(total=len(configs) * args.seeds, desc='runs', unit='run') as progress:
+        for name, cfg in configs.items():
+            seed = (cfg.get('randomness') or {}).get('seed') or 0
+            rows_and_runs = run_backbone(name, cfg, out, list(range(seed, seed + args.seeds)), budget, progress)
+            rows.append(rows_and_runs[0])
+            runs[name] = rows_and_runs[1]
     command = shlex.join(['python', 'tools/compare.py', *(sys.argv[1:] if argv is None else argv)])
-    metric_keys = write_table(rows, out, f'```\n{command}\n```')
+    metric_keys = metric_names(rows)
     metric = args.metric or ('mIoU' if 'mIoU' in metric_keys else (metric_keys or [None])[0])
+    appendix = significance_table(runs, metric) if metric and args.seeds > 1 else ''
+    write_table(rows, out, f'```\n{command}\n```', appendix)
     if metric:
         plot(rows, metric, out)
     print((out / 'compare.md').read_text())

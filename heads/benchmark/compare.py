@@ -22,11 +22,18 @@ from ..engine import ZooRunner
 from ..engine.config_diff import differing_keys
 from ..engine.logs import last_metrics, read_scalars
 from ..registry import MODELS
+from . import stats
+from .budget import budget_iterations, set_iterations
 from .dense import forward_against_matmul, forward_fn
 from .tables import markdown
 
-COLUMNS = ['backbone', 'params_M', 'GMACs', 'forward_img_s', 'train_img_s', 'train_peak_MiB', 'matmul_GFLOP_s',
-           'busy']
+COLUMNS = ['backbone', 'params_M', 'GMACs', 'iters', 'forward_img_s', 'train_img_s', 'train_peak_MiB',
+           'matmul_GFLOP_s', 'busy']
+#: Columns a row may carry besides COLUMNS and the validation metrics (the seed, a budget's derivation).
+EXTRA = ('seeds', 'seed', 'train_TFLOP_per_iter', 'train_s_per_iter')
+#: Suffixes of the spread columns a summary over seeds adds next to each metric: the standard deviation over seeds
+#: and the half-width of the 95% confidence interval of the mean (mean +- it).
+SPREAD = ('_std', '_ci95')
 #: A row measured while the matmul rate was below this share of the table's best is marked busy.
 BUSY_SHARE = 0.75
 
@@ -110,8 +117,16 @@ def measure(cfg, batch: int) -> dict:
     return row
 
 
-def run_one(name: str, cfg, out: Path) -> dict:
-    """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure; cached in result.json."""
+def seeded(cfg, seed: int):
+    """A copy of ``cfg`` whose runs draw from ``seed`` (data order, augmentation, initialisation)."""
+    cfg = copy.deepcopy(cfg)
+    cfg.randomness = {**(cfg.get('randomness') or {}), 'seed': seed}
+    return cfg
+
+
+def run_one(name: str, cfg, out: Path, measure_costs: bool = True) -> dict:
+    """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure (unless ``measure_costs``
+    is False: the costs do not depend on the seed); cached in result.json, so a finished run is never repeated."""
     work_dir = out / name
     result_file = work_dir / 'result.json'
     if result_file.exists():
@@ -125,11 +140,46 @@ def run_one(name: str, cfg, out: Path) -> dict:
     runner.train()
     seconds_per_iter = training_seconds_per_iter(runner)
     batch = cfg.train_dataloader.batch_size
-    row = {'backbone': name, **measure(cfg, batch),
+    row = {'backbone': name, 'seed': cfg.get('randomness', {}).get('seed'), 'iters': cfg.train_cfg.max_iters,
+           **(measure(cfg, batch) if measure_costs else {}),
            'train_img_s': batch / seconds_per_iter if seconds_per_iter else None,
            **last_metrics(read_scalars(work_dir))}
     result_file.write_text(json.dumps(row, indent=1))
     return row
+
+
+def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tuple[object, dict]:
+    """``cfg`` with its schedule set by ``budget`` (:mod:`heads.benchmark.budget`), and the derivation for the table.
+    The derivation is kept in OUT/<name>/budget.json, so that a resumed comparison trains to the same length even
+    under a time budget (whose per-iteration time would be measured anew otherwise)."""
+    if budget[0] == 'iters':
+        return cfg, {}
+    record = out / name / 'budget.json'
+    if record.exists():
+        derived = json.loads(record.read_text())
+    else:
+        derived = budget_iterations(cfg, crop_size(cfg), budget)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(derived, indent=1))
+    cfg = copy.deepcopy(cfg)
+    set_iterations(cfg, derived['iters'])
+    return cfg, {k: v for k, v in derived.items() if k != 'iters'}
+
+
+def run_backbone(name: str, cfg, out: Path, seeds: list[int], budget=('iters', None), progress=None) -> tuple:
+    """All runs of one backbone: one per seed (in OUT/<name>/seed<k> when there are several, else OUT/<name> with
+    the config's own seed), each resumable and never repeated once finished. Returns (table row, per-run rows)."""
+    cfg, derived = budgeted(name, cfg, out, budget)
+    runs = []
+    for i, seed in enumerate(seeds):
+        if len(seeds) == 1:
+            row = run_one(name, cfg, out)
+        else:
+            row = run_one(f'{name}/seed{seed}', seeded(cfg, seed), out, measure_costs=i == 0)
+        runs.append({**row, 'backbone': name, **derived})
+        if progress is not None:
+            progress.update()
+    return (runs[0] if len(runs) == 1 else summarize_seeds(runs)), runs
 
 
 def mark_busy(rows: list[dict]) -> None:
@@ -154,18 +204,57 @@ def notes(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_table(rows: list[dict], out: Path, header: str) -> list[str]:
-    """compare.csv and compare.md (with :func:`notes` under the table); returns the validation metrics' names."""
+def metric_names(rows: list[dict]) -> list[str]:
+    """The validation metrics in ``rows``: every key that is not a cost column, an extra or a spread column."""
+    return sorted({k for r in rows for k in r} - set(COLUMNS) - set(EXTRA)
+                  - {k for r in rows for k in r if k.endswith(SPREAD)})
+
+
+def summarize_seeds(runs: list[dict]) -> dict:
+    """One backbone's runs over seeds as one row: the costs of the run that measured them, the mean training
+    speed, and per metric its mean, standard deviation and 95% confidence interval (:func:`stats.summarize`)."""
+    row = {k: v for k, v in next((r for r in runs if 'GMACs' in r), runs[0]).items() if k != 'seed'}
+    speeds = [r['train_img_s'] for r in runs if r.get('train_img_s')]
+    row['train_img_s'] = sum(speeds) / len(speeds) if speeds else None
+    row['seeds'] = len(runs)
+    for metric in metric_names(runs):
+        summary = stats.summarize([r[metric] for r in runs if r.get(metric) is not None])
+        row[metric] = summary['mean']
+        row[f'{metric}_std'] = summary['std']
+        row[f'{metric}_ci95'] = summary['ci_high'] - summary['mean'] if summary['ci_high'] is not None else None
+    return row
+
+
+def significance_table(runs: dict[str, list[dict]], metric: str, alpha: float = 0.05) -> str:
+    """Markdown: every pair of backbones, paired t-test over the seeds both ran, Holm-adjusted (module
+    :mod:`heads.benchmark.stats` says why this test)."""
+    by_seed = {name: {r['seed']: r[metric] for r in rs if r.get(metric) is not None} for name, rs in runs.items()}
+    pairs = stats.pairwise_differences(by_seed, alpha)
+    if not pairs:
+        return ''
+    rows = [{'a': p['a'], 'b': p['b'], 'seeds': p['n'], f'mean {metric} a - b': p['mean_diff'],
+             'p': p['p'], 'p (Holm)': p['p_holm'], 'differs': 'yes' if p['differs'] else 'no'} for p in pairs]
+    header = (f'Pairs ({metric}): two-sided paired t-test over seeds, p-values Holm-adjusted over the {len(pairs)} '
+              f'pairs; "differs" at family-wise alpha = {alpha}.')
+    return markdown(rows, header, list(rows[0]))
+
+
+def write_table(rows: list[dict], out: Path, header: str, appendix: str = '') -> list[str]:
+    """compare.csv and compare.md (with :func:`notes` under the table, then ``appendix``); returns the validation
+    metrics' names."""
     mark_busy(rows)
-    metric_keys = sorted({k for r in rows for k in r} - set(COLUMNS))
-    columns = COLUMNS + metric_keys
+    metric_keys = metric_names(rows)
+    spread = [m + suffix for m in metric_keys for suffix in SPREAD if any(m + suffix in r for r in rows)]
+    extra = [k for k in EXTRA if any(k in r for r in rows)]
+    columns = COLUMNS + extra + [c for m in metric_keys for c in (m, *[s for s in spread if s.startswith(m + '_')])]
     with open(out / 'compare.csv', 'w', newline='') as f:
-        writer = csv.DictWriter(f, columns)
+        writer = csv.DictWriter(f, columns, extrasaction='ignore')
         writer.writeheader()
         writer.writerows(rows)
     table = markdown([{k: ('' if v is None else v) for k, v in r.items()} for r in rows], header, columns, '')
     explained = notes(rows)
-    (out / 'compare.md').write_text(table + ('\n' + '\n'.join(explained) + '\n' if explained else ''))
+    (out / 'compare.md').write_text(table + ('\n' + '\n'.join(explained) + '\n' if explained else '')
+                                    + ('\n' + appendix if appendix else ''))
     return metric_keys
 
 
@@ -186,18 +275,24 @@ def label_groups(points: list[tuple[float, float, str]], tolerance: float = 0.02
 
 
 def plot(rows: list[dict], metric: str, out: Path) -> None:
+    """compare.png: ``metric`` against GMACs and against forward throughput; over seeds, each point carries its
+    95% confidence interval as an error bar."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, label in zip(axes, ('GMACs', 'forward_img_s'), ('GMACs at the training crop', 'forward img/s')):
-        points = [(r[key], r[metric], r['backbone'] + (' (busy)' if r.get('busy') else '')) for r in rows
-                  if r.get(key) is not None and r.get(metric) is not None]
-        ax.scatter([p[0] for p in points], [p[1] for p in points])
+        shown = [r for r in rows if r.get(key) is not None and r.get(metric) is not None]
+        points = [(r[key], r[metric], r['backbone'] + (' (busy)' if r.get('busy') else '')) for r in shown]
+        errors = [r.get(f'{metric}_ci95') or 0.0 for r in shown]
+        if any(errors):
+            ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=errors, fmt='o', capsize=4)
+        else:
+            ax.scatter([p[0] for p in points], [p[1] for p in points])
         for x, y, text in label_groups(points) if points else []:
             ax.annotate(text, (x, y), fontsize=8, xytext=(3, 3), textcoords='offset points', va='bottom')
         ax.set_xlabel(label)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(metric + (' (mean, 95% CI over seeds)' if any(errors) else ''))
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out / 'compare.png', dpi=120)

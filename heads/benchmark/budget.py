@@ -1,0 +1,98 @@
+"""Training budgets for comparisons: equal iterations (the config's schedule), equal training FLOPs, or equal
+training time, so that a backbone 3x slower than another is not given 3x the compute (``tools/compare.py
+--budget``).
+
+- ``iters``: every backbone runs the config's ``train_cfg.max_iters``.
+- ``flops:T``: each runs ``round(T * 1e12 / flops_per_iter)`` iterations, where one iteration costs
+  3 x (2 x MACs of one image at the training crop) x batch: the forward's multiply-adds, and a backward of twice
+  the forward (the usual estimate; Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1).
+  Machine-independent, so it is the default budget for a fair comparison of architectures.
+- ``time:S``: each runs ``round(S / seconds_per_iter)`` iterations, with the seconds of one forward + backward of a
+  random batch at the crop timed on this machine (median of 3 after a warm-up; data loading and the optimizer step
+  are not counted). Depends on the machine and on what else runs on it.
+
+The schedule is rescaled with the iteration count: validation and checkpoint intervals longer than the new length
+become the new length, and every scheduler that ran to the old end runs to the new one.
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+
+import torch
+
+from zoo.profiling import count_macs
+
+from ..registry import MODELS
+
+KINDS = ('iters', 'flops', 'time')
+
+
+def parse_budget(spec: str) -> tuple[str, float | None]:
+    """'iters' | 'flops:TFLOP' | 'time:SECONDS' -> (kind, amount)."""
+    kind, _, amount = spec.partition(':')
+    if kind not in KINDS:
+        raise ValueError(f"unknown budget {spec!r}: use iters, flops:TFLOP (e.g. flops:50) or time:SECONDS "
+                         f"(e.g. time:600)")
+    if kind == 'iters':
+        if amount:
+            raise ValueError("'iters' takes no amount: it keeps each config's train_cfg.max_iters")
+        return kind, None
+    try:
+        value = float(amount)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"budget {spec!r} needs a positive amount after the colon, e.g. {kind}:"
+                         f"{'50' if kind == 'flops' else '600'}")
+    return kind, value
+
+
+def training_flops_per_iter(cfg, crop: tuple[int, int]) -> float:
+    """3 x 2 x MACs(one image at ``crop``) x batch size (see the module docstring)."""
+    model = MODELS.build(copy.deepcopy(cfg.model)).eval()
+    macs = count_macs(model, torch.randn(1, 3, *crop))
+    return 6.0 * macs * cfg.train_dataloader.batch_size
+
+
+def training_seconds_per_iter(cfg, crop: tuple[int, int], repeats: int = 3) -> float:
+    """Median seconds of a forward + backward of a random training batch at ``crop`` (after one warm-up)."""
+    model = MODELS.build(copy.deepcopy(cfg.model)).train()
+    x = torch.randn(cfg.train_dataloader.batch_size, 3, *crop)
+    times = []
+    for i in range(repeats + 1):
+        start = time.perf_counter()
+        model(x, mode='tensor').float().mean().backward()
+        if i:
+            times.append(time.perf_counter() - start)
+        model.zero_grad(set_to_none=True)
+    return statistics.median(times)
+
+
+def set_iterations(cfg, iters: int) -> None:
+    """Give ``cfg`` a schedule of ``iters`` iterations in place (intervals and schedulers follow; see the module
+    docstring)."""
+    old = cfg.train_cfg.max_iters
+    cfg.train_cfg.max_iters = iters
+    if cfg.train_cfg.get('val_interval', 0) > iters:
+        cfg.train_cfg.val_interval = iters
+    checkpoint = cfg.get('default_hooks', {}).get('checkpoint')
+    if checkpoint is not None and checkpoint.get('interval', 0) > iters:
+        checkpoint.interval = iters
+    schedulers = cfg.get('param_scheduler') or []
+    for scheduler in schedulers if isinstance(schedulers, list) else [schedulers]:
+        if scheduler.get('by_epoch', True) is False and scheduler.get('end', old) >= old:
+            scheduler['end'] = iters
+
+
+def budget_iterations(cfg, crop: tuple[int, int], budget: tuple[str, float | None]) -> dict:
+    """The iterations ``cfg`` gets under ``budget``, with what they were derived from (for the table)."""
+    kind, amount = budget
+    if kind == 'iters':
+        return {'iters': cfg.train_cfg.max_iters}
+    if kind == 'flops':
+        per_iter = training_flops_per_iter(cfg, crop)
+        return {'iters': max(1, round(amount * 1e12 / per_iter)), 'train_TFLOP_per_iter': per_iter / 1e12}
+    per_iter = training_seconds_per_iter(cfg, crop)
+    return {'iters': max(1, round(amount / per_iter)), 'train_s_per_iter': per_iter}
