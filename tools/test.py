@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--work-dir', help='where the evaluation log goes (default work_dirs/<config name>)')
     parser.add_argument('--show-dir', help='write [image | ground truth | prediction] pictures here')
     parser.add_argument('--tta', action='store_true', help='flip test-time augmentation')
+    parser.add_argument('--compile', action='store_true',
+                        help='torch.compile the backbone and neck (dynamic sizes where they vary; same checkpoints)')
     parser.add_argument('--data-root', help="override every dataset's data_root")
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
                         help='override config keys, e.g. test_dataloader.batch_size=1')
@@ -32,9 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
-    from heads.engine.launch import load_config, setup_launcher
+    from heads.engine.launch import enable_compile, load_config, setup_launcher
     from zoo import load_pretrained
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
+    if args.compile:
+        enable_compile(cfg)
     if args.tta:
         cfg.model.setdefault('test_cfg', {})['flip'] = True
     if args.show_dir:

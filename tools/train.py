@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--amp', action='store_true', help='bf16 autocast (CPU or GPU)')
     parser.add_argument('--deterministic', action='store_true',
                         help='deterministic algorithms (same result on every run of the same machine)')
+    parser.add_argument('--compile', action='store_true',
+                        help='torch.compile the backbone and neck (dynamic sizes where they vary; same checkpoints)')
     parser.add_argument('--data-root', help="override every dataset's data_root")
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
                         help='override config keys, e.g. train_cfg.max_iters=100')
@@ -32,10 +34,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None):
     args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
-    from heads.engine.launch import enable_autocast, enable_deterministic, enable_resume, load_config, setup_launcher
+    from heads.engine.launch import (
+        enable_autocast,
+        enable_compile,
+        enable_deterministic,
+        enable_resume,
+        load_config,
+        setup_launcher,
+    )
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.amp:
         enable_autocast(cfg)
+    if args.compile:
+        enable_compile(cfg)
     if args.deterministic:
         enable_deterministic(cfg)
     if args.resume:

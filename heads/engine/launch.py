@@ -41,6 +41,11 @@ def enable_deterministic(cfg: Config) -> None:
     os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
 
 
+def enable_compile(cfg: Config) -> None:
+    """torch.compile the backbone and neck when the runner builds the model (heads/engine/compile.py)."""
+    cfg.compile_parts = dict(parts=['backbone', 'neck'], dynamic=None)
+
+
 def enable_autocast(cfg: Config, dtype: str = 'bfloat16') -> None:
     """Train under torch.autocast (bf16) on CPU or GPU through AutocastOptimWrapper."""
     cfg.optim_wrapper.type = 'AutocastOptimWrapper'

@@ -33,6 +33,7 @@ from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weig
 from ..io.durable import replace_durably
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
 from .class_count import more_classes_message
+from .compile import compile_from_config
 from .console import show_essentials_on_console
 
 PARTIAL_SUFFIX = '.partial'
@@ -112,6 +113,10 @@ class ZooRunner(Runner):
         logger = super().build_logger(*args, **kwargs)
         show_essentials_on_console(logger)  # the environment, config and hook table go to the log file only
         return logger
+
+    def wrap_model(self, model_wrapper_cfg, model):
+        compile_from_config(model, self.cfg.get('compile_parts'))  # before DDP wraps it (heads/engine/compile.py)
+        return super().wrap_model(model_wrapper_cfg, model)
 
     # ------------------------------------------------------------------------------------------- writing
     def register_default_hooks(self, hooks=None) -> None:
