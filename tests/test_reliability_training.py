@@ -34,7 +34,7 @@ def test_a_misspelled_hook_key_is_named_before_building(tmp_path):
 # ------------------------------------------------------------------------------------------ 11: value types
 @pytest.mark.parametrize('option, message', [
     ('model.decode_head.num_classes=abc', r"config key model\.decode_head\.num_classes: DPTSegHead "
-                                          r"\(heads\.decode_heads\) expects int, got 'abc' \(str\)"),
+                                          r"\(heads\.decode_heads\.dpt\) expects int, got 'abc' \(str\)"),
     ('model.backbone.depth=two', r"config key model\.backbone\.depth: vit_tiny_patch16_224 \(ViTBackbone\) expects "
                                  r"int, got 'two' \(str\)"),
     ('model.neck.hidden_channels=32', r"config key model\.neck\.hidden_channels: DPTNeck .* expects .*got 32 \(int\)"),
