@@ -1,0 +1,148 @@
+"""The acceptance run of a GPU machine (``tools/gpu_check.py``): one table of what the GPU path does.
+
+Steps (each a row ``step | result | detail``; a failing step is reported and the others still run):
+- ``train``: DPT ViT-B/16 training (forward + backward) img/s and peak memory at the size and batch given, under
+  bf16 autocast on CUDA (fp32 on a CPU without bf16 units), with the model FLOPs it achieves (3x the forward's) as
+  a share of the matmul rate measured in the same dtype on the same device;
+- ``flash``: whether SDPA's flash kernel runs the model's attention (the forward under flash-only SDPA);
+- ``inference``: forward img/s and its share of the matmul rate; ``inference_big``: batch-1 peak memory at the
+  large size;
+- ``compile``: forward img/s eager and under ``torch.compile``;
+- ``ddp``: ``torchrun --nproc_per_node 1 tools/train.py ... --launcher pytorch`` for a few iterations (NCCL on
+  CUDA, gloo on CPU) on the built-in quickstart scenes (no dataset needed);
+- ``fsdp``: sharded training through tools/train.py (reported as not available until ``--strategy fsdp`` exists);
+- ``deterministic``: two ``--deterministic`` runs of the quickstart, their final weights compared bit for bit.
+
+Without CUDA the same steps run tiny on the CPU (the quickstart's model at 64x96), which is what the test suite
+runs; the table says which device it measured.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from mmengine.config import Config
+
+from .dense import benchmark_one, build_model, forward_fn, peak_of
+from .tables import markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / 'configs' / 'quickstart.py'
+
+
+def plan(device: str) -> dict:
+    """What the run measures on ``device``: the real sizes on CUDA, the tiny ones on CPU."""
+    if device.startswith('cuda'):
+        return dict(config=ROOT / 'configs' / 'dpt_vitb_ade20k.py', size=(512, 512), big=(1024, 1024), batch=8,
+                    dtype='bf16', iters=10, warmup=3, train_iters=20)
+    from zoo.core import cpu_has_bf16_kernels
+    return dict(config=QUICKSTART, size=(64, 96), big=(128, 192), batch=2, dtype='bf16' if cpu_has_bf16_kernels()
+                else 'fp32', iters=2, warmup=1, train_iters=2)
+
+
+def _row(step: str, result: str, detail: str = '') -> dict:
+    return {'step': step, 'result': result, 'detail': detail}
+
+
+def throughput_rows(p: dict, device: str, compile: bool) -> list[dict]:
+    cfg = Config.fromfile(str(p['config']))
+    common = dict(size=p['size'], batch=p['batch'], dtype=p['dtype'], device=device, channels_last=True,
+                  checkpointing=False, iters=p['iters'], warmup=p['warmup'])
+    row = benchmark_one('dpt', cfg, compile=False, train=True, **common)
+    flops = 2e9 * row['GMACs'] * p['batch']
+    train_rate = 3 * flops * row['train_img_s'] / p['batch'] / 1e12
+    matmul = row['matmul_GFLOP_s'] / 1e3
+    size = f"{p['size'][0]}x{p['size'][1]}, batch {p['batch']}, {p['dtype']}"
+    rows = [_row('train', f"{row['train_img_s']:.3g} img/s",
+                 f"{size}; {train_rate:.3g} TFLOP/s = {100 * train_rate / matmul:.0f}% of the measured {matmul:.3g} "
+                 f"TFLOP/s matmul; peak {row['train_peak_MiB']:.0f} MiB"),
+            _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {row['matmul_pct']:.0f}% of the matmul rate; "
+                                                                f"peak {row['fwd_peak_MiB']:.0f} MiB")]
+    model = build_model(cfg, device).eval()
+    rows.append(flash_row(model, p, device))
+    big = torch.randn(1, 3, *p['big'], device=device)
+    rows.append(_row('inference_big', f"{peak_of(forward_fn(model, big, p['dtype']), torch.device(device)):.0f} MiB",
+                     f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}"))
+    if compile:
+        compiled = benchmark_one('dpt', cfg, compile=True, train=False, **common)
+        rows.append(_row('compile', f"{compiled['fwd_img_s'] / row['fwd_img_s']:.2f}x eager",
+                         f"forward {row['fwd_img_s']:.3g} img/s eager, {compiled['fwd_img_s']:.3g} compiled"))
+    return rows
+
+
+def flash_row(model, p: dict, device: str) -> dict:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    x = torch.randn(1, 3, *p['size'], device=device)
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            forward_fn(model, x, p['dtype'])()
+    except RuntimeError as error:
+        return _row('flash', 'no', str(error).splitlines()[0][:160])
+    return _row('flash', 'yes', f"the model's attention ran under flash-only SDPA ({p['dtype']})")
+
+
+def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0) -> list[str]:
+    launch = ['-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={nproc}'] if nproc else []
+    iters = p['train_iters']
+    return [sys.executable, *launch, str(ROOT / 'tools' / 'train.py'), str(QUICKSTART), '--work-dir', str(work_dir),
+            *extra, '--cfg-options', f'train_cfg.max_iters={iters}', f'train_cfg.val_interval={iters}',
+            f'default_hooks.checkpoint.interval={iters}', 'val_dataloader.dataset.num_samples=4']
+
+
+def run_command(command: list[str]) -> tuple[bool, str, float]:
+    start = time.perf_counter()
+    path = os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, 'PYTHONPATH': path})
+    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ['']
+    return done.returncode == 0, tail[0][:160], time.perf_counter() - start
+
+
+def training_rows(p: dict, device: str) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        ok, tail, seconds = run_command(train_command(p, tmp / 'ddp', '--launcher', 'pytorch', nproc=1))
+        backend = 'NCCL' if device.startswith('cuda') else 'gloo'
+        rows.append(_row('ddp', 'ok' if ok else 'FAILED',
+                         f"1 process, {backend}, {p['train_iters']} iterations, {seconds:.0f} s" + ('' if ok else
+                                                                                                      f': {tail}')))
+        rows.append(_row('fsdp', 'not available', 'tools/train.py has no --strategy fsdp yet (issue 26, item 1)'))
+        finals = []
+        for k in range(2):
+            ok, tail, _ = run_command(train_command(p, tmp / f'det{k}', '--deterministic'))
+            if not ok:
+                rows.append(_row('deterministic', 'FAILED', tail))
+                return rows
+            finals.append(torch.load(tmp / f'det{k}' / f"iter_{p['train_iters']}.pth", map_location='cpu',
+                                     weights_only=False)['state_dict'])
+        differing = [k for k in finals[0] if not torch.equal(finals[0][k], finals[1][k])]
+        rows.append(_row('deterministic', 'equal' if not differing else f'{len(differing)} tensors differ',
+                         f"two --deterministic runs of {p['train_iters']} iterations, {len(finals[0])} tensors "
+                         f"compared bit for bit"))
+    return rows
+
+
+def gpu_check(device: str | None = None, compile: bool = True) -> tuple[list[dict], str]:
+    """(rows, header) of the acceptance run on ``device`` (default: CUDA if present, else the tiny CPU run)."""
+    device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
+    p = plan(device)
+    name = torch.cuda.get_device_name(device) if device.startswith('cuda') else 'CPU (no CUDA device: the tiny run)'
+    header = (f"gpu_check on {name}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}; model: "
+              f"{Path(p['config']).name} at {p['size'][0]}x{p['size'][1]}")
+    rows = []
+    for part in (lambda: throughput_rows(p, device, compile), lambda: training_rows(p, device)):
+        try:
+            rows.extend(part())
+        except Exception as error:  # a failing step is a row of the report, not the end of it
+            rows.append(_row('error', 'FAILED', f'{type(error).__name__}: {str(error).splitlines()[0][:160]}'))
+    return rows, header
+
+
+def report(rows: list[dict], header: str) -> str:
+    return markdown(rows, header, ['step', 'result', 'detail'])

@@ -1,0 +1,38 @@
+r"""The GPU acceptance run: one table of what this project's GPU path does on this machine (under 8 minutes).
+
+    python tools/gpu_check.py --out docs/benchmarks/gpu_check_<GPU>_<date>.md
+
+On CUDA: DPT ViT-B/16 at 512x512, batch 8, bf16 autocast: training img/s, peak memory and achieved TFLOP/s as a
+share of the bf16 matmul rate measured on the GPU; whether SDPA's flash kernel runs the attention; inference img/s;
+1024x1024 inference memory; eager vs torch.compile; a 1-GPU NCCL DDP smoke run of tools/train.py; two
+--deterministic runs with their weights compared. Without CUDA it says so and runs the same steps tiny on the CPU
+(the test suite runs that path). heads/benchmark/gpu_check.py describes each step.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--device', default=None, help="'cuda', 'cuda:N' or 'cpu' (default: cuda if present)")
+    parser.add_argument('--no-compile', action='store_true', help='skip the eager vs torch.compile step')
+    parser.add_argument('--out', type=Path, help='also write the table (Markdown) here')
+    return parser
+
+
+def main(argv=None) -> list[dict]:
+    args = build_parser().parse_args(argv)
+    from heads.benchmark.gpu_check import gpu_check, report
+    rows, header = gpu_check(args.device, compile=not args.no_compile)
+    text = report(rows, header)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return rows
+
+
+if __name__ == '__main__':
+    main()
