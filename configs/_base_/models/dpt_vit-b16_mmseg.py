@@ -22,5 +22,5 @@ model = dict(
     decode_head=dict(type='DPTSegHead', num_classes=150, in_channels=256, dropout=0.1, upsample=False,
                      init='mmseg'),
     auxiliary_head=None,
-    loss=dict(type='CrossEntropyLoss', ignore_index=255, loss_weight=1.0, avg_non_ignore=False),
+    loss=dict(type='CrossEntropyLoss', ignore_index=255, avg_non_ignore=False),  # loss_weight 1.0 as mmseg
     test_cfg=dict(mode='whole', padding='resize'))
