@@ -23,6 +23,8 @@ from heads.engine.config_diff import differing_keys
 from heads.engine.effective_batch import StepParamSchedulerHook, apply_effective_batch
 from zoo.weights import CheckpointMismatchError
 
+from .reference import shared_data
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / 'configs'
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
@@ -438,12 +440,15 @@ def test_weight_decay_exempts_what_mmsegs_keys_match_in_mmsegs_model():
 
 
 def test_deepest_fusion_block_without_skip_unit_leaves_no_parameter_without_gradient():
-    for deepest_skip_unit, unused in ((False, 0), (True, 4)):  # res1: two convs, two BN weight/bias pairs... at least
+    for deepest_skip_unit in (False, True):
         model = heads.MODELS.build(tiny_cfg([('neck.deepest_skip_unit', deepest_skip_unit)]).model)
         data = model.data_preprocessor(labelled_batch([(32, 32)]), training=True)
         model(data['inputs'], data['data_samples'], mode='loss')['loss_ce'].backward()
         without = [n for n, p in model.named_parameters() if p.grad is None]
-        assert (len(without) >= unused > 0) if unused else not without, without
+        # with the unit: its two convs and two BatchNorms (weight, bias) never take part in the loss
+        assert without == ([f'neck.fusion.0.res1.{m}.{p}' for m, p in
+                            (('conv1', 'weight'), ('bn1', 'weight'), ('bn1', 'bias'), ('conv2', 'weight'),
+                             ('bn2', 'weight'), ('bn2', 'bias'))] if deepest_skip_unit else [])
 
 
 # ------------------------------------------------------------------------------------------ effective batch
@@ -541,23 +546,18 @@ def test_mmseg_vit_files_load_as_backbone_weights():
 def test_mmseg_recipe_trains_through_the_cli_and_says_its_effective_batch(tmp_path):
     """ADE20K samples (3 validation images, used as training data here) at the recipe's 512 crop, a 4-block
     width-32 ViT: effective batch 2 = 1 image x 2 accumulated iterations, 2 optimizer steps."""
-    root = ROOT.parent.parent / 'shared' / 'data' / 'ade20k-samples'
-    if not root.is_dir():
-        root = Path('/work/shared/data/ade20k-samples')
-    if not root.is_dir():
-        pytest.skip('ADE20K samples not found')
-    import sys
-    sys.path.insert(0, str(ROOT / 'tools'))
-    import train as train_tool
+    root = shared_data('ade20k-samples')
+    import train as train_tool  # tools/ is on the path (conftest)
     options = ['model.backbone.pretrained=None', f'model.backbone.embed_dim={D}', 'model.backbone.depth=4',
                f'model.backbone.num_heads={HEADS}', 'model.backbone.out_indices=[0,1,2,3]',
-               'model.backbone.img_size=32', 'model.neck.hidden_channels=[8,8,16,16]', f'model.neck.fusion_channels={C}',
-               f'model.decode_head.in_channels={C}', 'train_dataloader.dataset.split=validation',
+               'model.backbone.img_size=32', 'model.neck.hidden_channels=[8,8,16,16]',
+               f'model.neck.fusion_channels={C}', f'model.decode_head.in_channels={C}',
+               'train_dataloader.dataset.split=validation',
                'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
                'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
                'train_dataloader.batch_size=1', 'effective_batch_size=2', 'train_cfg.max_iters=2',
                'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1']
-    runner = train_tool.main(['configs/dpt_vitb_ade20k.py', '--data-root', str(root), '--work-dir', str(tmp_path),
+    runner = train_tool.main([str(CONFIGS / 'dpt_vitb_ade20k.py'), '--data-root', str(root), '--work-dir', str(tmp_path),
                               '--cfg-options', *options])
     assert runner.iter == 4 and runner.optim_wrapper._accumulative_counts == 2
     assert runner.effective_batch_note.startswith('effective batch 2 = 1 process(es) x 1 images x 2 accumulated')

@@ -61,7 +61,7 @@ def apply_effective_batch(cfg, world_size: int) -> str | None:
         cfg.pop('sync_bn')
         notes.append("sync_bn dropped: torch's SyncBatchNorm needs CUDA, BatchNorm stays per process on CPU")
     total = cfg.get('effective_batch_size')
-    if total is None:
+    if total is None or not cfg.get('train_dataloader'):  # nothing to train (tools/test.py on a test-only config)
         return '; '.join(notes) or None
     per_process = cfg.train_dataloader.batch_size
     per_iter = world_size * per_process
