@@ -557,8 +557,8 @@ def test_mmseg_recipe_trains_through_the_cli_and_says_its_effective_batch(tmp_pa
                'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
                'train_dataloader.batch_size=1', 'effective_batch_size=2', 'train_cfg.max_iters=2',
                'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1']
-    runner = train_tool.main([str(CONFIGS / 'dpt_vitb_ade20k.py'), '--data-root', str(root), '--work-dir', str(tmp_path),
-                              '--cfg-options', *options])
+    runner = train_tool.main([str(CONFIGS / 'dpt_vitb_ade20k.py'), '--data-root', str(root),
+                              '--work-dir', str(tmp_path), '--cfg-options', *options])
     assert runner.iter == 4 and runner.optim_wrapper._accumulative_counts == 2
     assert runner.effective_batch_note.startswith('effective batch 2 = 1 process(es) x 1 images x 2 accumulated')
     log = next(tmp_path.rglob('*.log')).read_text()
