@@ -3,6 +3,7 @@
 #   python tools/train.py configs/dpt_vitt4_camvid_cpu.py --data-root ../shared/data/camvid
 _base_ = ['dpt_vitb_camvid.py']
 max_iters = 400
+effective_batch_size = None  # batch 8 on one process, no accumulation
 model = dict(
     backbone=dict(name='vit_tiny_patch16_224', depth=4, out_indices=(0, 1, 2, 3), drop_path_rate=0.0),
     neck=dict(hidden_channels=(32, 64, 128, 192), fusion_channels=64),

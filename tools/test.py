@@ -16,7 +16,8 @@ from mmengine.config import DictAction
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('config', help='the config the checkpoint was trained with')
-    parser.add_argument('checkpoint', help='an mmengine .pth checkpoint or a .safetensors state dict')
+    parser.add_argument('checkpoint', help='an mmengine .pth checkpoint or a .safetensors state dict (this '
+                        "project's, or an mmseg DPT checkpoint)")
     parser.add_argument('--work-dir', help='where the evaluation log goes (default work_dirs/<config name>)')
     parser.add_argument('--show-dir', help='write [image | ground truth | prediction] pictures here')
     parser.add_argument('--tta', action='store_true', help='flip test-time augmentation')
@@ -35,7 +36,7 @@ def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
     from heads.engine.launch import enable_compile, load_config, setup_launcher
-    from zoo import load_pretrained
+    from heads.models.task_checkpoint import load_task_checkpoint
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.compile:
         enable_compile(cfg)
@@ -45,9 +46,11 @@ def main(argv=None) -> dict:
         cfg.custom_hooks = [h for h in cfg.custom_hooks if h.get('type') != 'PredictionVisualizationHook']
         cfg.custom_hooks.append(dict(type='PredictionVisualizationHook', show_dir=args.show_dir))
     cfg.load_from = None  # loaded below with weights-only semantics, .pth or .safetensors alike
+    if cfg.model.get('backbone', {}).get('pretrained'):  # the checkpoint holds the whole model (as mmseg's test)
+        cfg.model.backbone.pretrained = None
     setup_launcher(cfg, args.launcher)
     runner = ZooRunner.from_cfg(cfg)
-    load_pretrained(runner.model, args.checkpoint, format='zoo')
+    load_task_checkpoint(runner.model, args.checkpoint)  # this project's layout or mmseg's
     metrics = runner.test()  # logs the metrics (and the metric's per-class table) once
     if args.out:
         per_class = getattr(runner.test_evaluator.metrics[0], 'per_class', None)

@@ -69,6 +69,8 @@ def forward_against_matmul(forward, flops: float, device: torch.device, dtype: s
 def build_model(cfg, device: str, channels_last: bool = True, checkpointing: bool = False):
     model_cfg = copy.deepcopy(cfg.model)
     model_cfg.channels_last = channels_last
+    if model_cfg.get('backbone', {}).get('pretrained'):  # timing needs no weights (the file may be absent)
+        model_cfg.backbone.pretrained = None
     model = MODELS.build(model_cfg).to(device)
     return set_grad_checkpointing(model, checkpointing)
 

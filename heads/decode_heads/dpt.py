@@ -8,6 +8,7 @@ from torch import nn
 from zoo.core import Dropout
 from zoo.core.resize import Upsample
 
+from ..conv_init import check_init, classifier_init, conv_module_init
 from ..registry import MODELS
 
 
@@ -15,10 +16,14 @@ from ..registry import MODELS
 class DPTSegHead(nn.Module):
     """conv3x3 (no bias) -> BN -> ReLU -> Dropout -> conv1x1 to classes [-> bilinear x2, align_corners=True].
 
-    The auxiliary head is the same without the final upsampling (``upsample=False``).
+    The auxiliary head is the same without the final upsampling (``upsample=False``); so is mmseg's DPT head, whose
+    stride-2 logits the segmentor resizes straight to the label size (bilinear, align_corners=False).
+    init: 'torch' (PyTorch's defaults) or 'mmseg' (kaiming conv + BN, classifier normal std 0.01;
+    :mod:`heads.conv_init`).
     """
 
-    def __init__(self, num_classes: int, in_channels: int = 256, dropout: float = 0.1, upsample: bool = True):
+    def __init__(self, num_classes: int, in_channels: int = 256, dropout: float = 0.1, upsample: bool = True,
+                 init: str = 'torch'):
         super().__init__()
         layers = [nn.Conv2d(in_channels, in_channels, 3, padding=1, bias=False), nn.BatchNorm2d(in_channels),
                   nn.ReLU(inplace=True), Dropout(dropout), nn.Conv2d(in_channels, num_classes, 1)]
@@ -26,6 +31,9 @@ class DPTSegHead(nn.Module):
             layers.append(Upsample(scale_factor=2, mode='bilinear', align_corners=True))
         self.head = nn.Sequential(*layers)
         self.num_classes = num_classes
+        if check_init(init) == 'mmseg':
+            conv_module_init(self.head[0], self.head[1])
+            classifier_init(self.head[4])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """'b c h w -> b k (2h) (2w)' (or 'b k h w' without upsampling)."""

@@ -1,6 +1,8 @@
 """mmengine glue: a Runner with atomic, safely loaded checkpoints; hooks for safe checkpoints, exact resumes and
-divergence; progress and a short console; autocast training; layer-wise learning-rate decay."""
+divergence; progress and a short console; autocast training; layer-wise learning-rate decay; a recipe's batch made
+up by gradient accumulation."""
 from .autocast import AutocastOptimWrapper
+from .effective_batch import StepParamSchedulerHook
 from .layer_decay import LayerDecayOptimWrapperConstructor
 from .non_finite import DivergedError, NonFiniteLossHook
 from .progress import EtaTimerHook, ProgressLoggerHook
@@ -9,4 +11,5 @@ from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
 
 __all__ = ['AutocastOptimWrapper', 'DivergedError', 'EtaTimerHook', 'LayerDecayOptimWrapperConstructor',
-           'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook', 'ZooRunner']
+           'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook', 'StepParamSchedulerHook',
+           'ZooRunner']

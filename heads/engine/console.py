@@ -69,6 +69,9 @@ def run_summary(runner) -> str:
     if runner.val_loop is not None and interval:
         schedule += f', validation every {interval}'
     lines.append(f'  schedule: {schedule}; {len(runner.train_dataloader.dataset)} training samples')
+    note = getattr(runner, 'effective_batch_note', None)
+    if note:
+        lines.append(f'  {note}')
     lines.append(f'  work dir: {runner.work_dir} (checkpoints, predictions, TensorBoard); full log and config: '
                  f'{runner.logger.log_file}')
     return '\n'.join(lines)

@@ -11,11 +11,13 @@
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
   ``.safetensors`` weights for ``load_from``.
+- ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`zoo.weights.mmseg`).
 - ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
   keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
 """
 from __future__ import annotations
 
+import copy
 import errno
 import re
 import zipfile
@@ -26,15 +28,17 @@ from mmengine.hooks import CheckpointHook
 from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 
-from zoo.weights import CheckpointMismatchError, load_pretrained
+from zoo.weights import CheckpointMismatchError
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
 from ..io.durable import replace_durably
+from ..models.task_checkpoint import load_task_checkpoint
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
 from .class_count import more_classes_message
 from .compile import compile_from_config
 from .console import show_essentials_on_console
+from .effective_batch import apply_effective_batch, world_size_of
 
 PARTIAL_SUFFIX = '.partial'
 _NUMBERED = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
@@ -108,6 +112,18 @@ def remove_partials(work_dir) -> list[Path]:
 class ZooRunner(Runner):
     """:class:`mmengine.runner.Runner` with durable checkpoint writes and safe, strict, explained reads (see the
     module docstring)."""
+
+    @classmethod
+    def from_cfg(cls, cfg) -> ZooRunner:
+        """mmengine's, with the config's ``effective_batch_size`` made up by gradient accumulation on this run's
+        processes (:mod:`heads.engine.effective_batch`), stated in the log."""
+        cfg = copy.deepcopy(cfg)
+        note = apply_effective_batch(cfg, world_size_of(cfg))
+        runner = super().from_cfg(cfg)
+        runner.effective_batch_note = note
+        if note:
+            runner.logger.info(note)
+        return runner
 
     def build_logger(self, *args, **kwargs):
         logger = super().build_logger(*args, **kwargs)
@@ -205,7 +221,7 @@ class ZooRunner(Runner):
         resuming = getattr(self, '_resuming', False)
         partial = not resuming and bool(self.cfg.get(PARTIAL_SWITCH, False))
         try:
-            report = load_pretrained(model, state, format='zoo', strict=not partial, name=str(path))
+            report = load_task_checkpoint(model, state, strict=not partial, name=str(path))  # ours or mmseg's
         except CheckpointMismatchError as err:
             hint = ("resume with the config this checkpoint was trained with" if resuming else
                     f"to start from the tensors that fit and leave the rest at their initialisation, set "
@@ -217,5 +233,5 @@ class ZooRunner(Runner):
                                 f"initialisation {left[:12]}{' ...' if len(left) > 12 else ''}; not in the model "
                                 f"{report.unexpected[:12]}{' ...' if len(report.unexpected) > 12 else ''}")
         self._has_loaded = True
-        self.logger.info(f'Load checkpoint from {path}')
+        self.logger.info(f'Load checkpoint from {path}' + (' (mmseg layout)' if report.format == 'mmseg' else ''))
         return checkpoint

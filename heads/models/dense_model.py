@@ -26,8 +26,11 @@ class DenseModel(TaskModel):
     """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
 
     ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
-    mirroring. ``channels_last``: neck and head convolutions in channels-last layout (same results). Subclasses
-    define ``loss`` and turn head outputs into predictions.
+    mirroring, ``padding``: what whole-image inference does with the batch's padding, 'crop' (the head output
+    resized to the padded input, the padding cut off) or 'resize' (mmseg: the head output of the padded input
+    resized straight to the image's unpadded size, as mmseg's ViT pads to its patch size and resizes back; exact
+    for batches of one image). ``channels_last``: neck and head convolutions in channels-last layout (same
+    results). Subclasses define ``loss`` and turn head outputs into predictions.
     Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
     """
 
@@ -41,9 +44,11 @@ class DenseModel(TaskModel):
         self.decode_head = build(decode_head)
         self.channels_last = channels_last
         self.prepare_convolutional_parts(self.neck, self.decode_head)  # the backbone's factory prepared it
-        self.test_cfg = {'mode': 'whole', 'flip': False, **(test_cfg or {})}
+        self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
+        if self.test_cfg['padding'] not in ('crop', 'resize'):
+            raise ValueError(f"test_cfg padding must be 'crop' or 'resize', got {self.test_cfg['padding']!r}")
 
     @property
     def input_multiple(self) -> int:
@@ -78,10 +83,20 @@ class DenseModel(TaskModel):
             out = interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
         return out
 
+    @property
+    def resizes_padding(self) -> bool:
+        """Whether predictions resize the padded input's output to the image (test_cfg padding='resize')."""
+        return self.test_cfg['mode'] == 'whole' and self.test_cfg['padding'] == 'resize'
+
+    def head_output(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The head's output at its own resolution: 'b c H W -> b k h w'."""
+        return self.decode_head(self.extract_features(inputs)[-1])
+
     def inference(self, inputs: torch.Tensor) -> torch.Tensor:
-        """The test-time prediction with the configured strategy."""
+        """The test-time prediction with the configured strategy (at the head's resolution with padding='resize'
+        in whole mode, else at the input size)."""
         cfg = self.test_cfg
-        infer = self.predict_tensor
+        infer = self.head_output if self.resizes_padding else self.predict_tensor
         if cfg['mode'] == 'slide':
             infer = partial(slide_inference, self.predict_tensor, crop=tuple(cfg['crop_size']),
                             stride=tuple(cfg['stride']))
@@ -99,8 +114,11 @@ class DenseModel(TaskModel):
     def predict(self, inputs: torch.Tensor, data_samples):
         outputs = self.inference(inputs)
         for out, sample in zip(outputs, data_samples):
-            h, w = sample.metainfo.get('img_shape', out.shape[-2:])
-            out = out[None, :, :h, :w]
+            h, w = sample.metainfo.get('img_shape', inputs.shape[-2:])
+            if self.resizes_padding:  # the whole padded input's output, stretched onto the image (mmseg)
+                out = interpolate(out[None], size=(h, w), mode='bilinear', align_corners=False)
+            else:
+                out = out[None, :, :h, :w]
             ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
             if ori != (h, w):
                 out = interpolate(out, size=ori, mode='bilinear', align_corners=False)

@@ -1,22 +1,24 @@
 """``Predictor``: a trained config + checkpoint as a function from an image to a label map or a depth map."""
 from __future__ import annotations
 
+import copy
+
 import cv2
 import numpy as np
 import torch
 from mmengine.config import Config
 from mmengine.structures import BaseDataElement
 
-from zoo.weights import load_pretrained
-
 from ..io.images import check_rgb, keep_ratio_size, read_rgb
 from ..registry import MODELS
+from .task_checkpoint import load_task_checkpoint
 
 
 class Predictor:
     """``Predictor(config, checkpoint=None, device='cpu')(image)``.
 
-    config: a config file, a ``Config`` or a dict with a ``model`` entry; optional ``predict_scale``
+    config: a config file, a ``Config`` or a dict with a ``model`` entry; checkpoint: one written by training here
+    or an mmseg DPT checkpoint (:mod:`zoo.weights.mmseg`); optional ``predict_scale``
     (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test pipeline does.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32
     depth map (metres for a metric head, relative inverse depth for a relative one), 'h w' at the image's size.
@@ -25,9 +27,13 @@ class Predictor:
     def __init__(self, config, checkpoint=None, device: str = 'cpu'):
         cfg = config if isinstance(config, Config) else (
             Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
-        self.model = MODELS.build(cfg.model)
+        model = cfg.model
+        if checkpoint is not None and model.get('backbone', {}).get('pretrained'):  # the checkpoint has it all
+            model = copy.deepcopy(model)
+            model.backbone.pretrained = None
+        self.model = MODELS.build(model)
         if checkpoint is not None:
-            load_pretrained(self.model, checkpoint, format='zoo')
+            load_task_checkpoint(self.model, checkpoint)  # this project's layout or mmseg's
         self.model.to(device).eval()
         self.device = device
         self.scale = cfg.get('predict_scale')

@@ -24,12 +24,18 @@ class DensePreprocessor(BaseDataPreprocessor):
     ``seg_pad_val`` (ignored) and ``gt_depth`` with 0 (invalid); in evaluation they stay at their size. Each
     sample's metainfo gets ``img_shape`` (before padding) and
     ``pad_shape``; ``ori_shape`` is kept if the pipeline set it.
+    ``size`` (h, w): training batches are padded to at least this size (mmseg's ``size``, its DPT recipe pads every
+    batch to the 512x512 crop, so that smaller crops add ignored pixels and zeros that the loss and BatchNorm see);
+    evaluation batches are not.
     """
 
     def __init__(self, mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), size_divisor: int = 32,
                  pad_val: float = 0.0, seg_pad_val: int = IGNORE_INDEX, bgr_to_rgb: bool = False,
-                 non_blocking: bool = False):
+                 non_blocking: bool = False, size: tuple[int, int] | None = None):
         super().__init__(non_blocking)
+        if size is not None and (len(size) != 2 or min(size) < 1):
+            raise ValueError(f"size must be (height, width) in pixels, got {size!r}")
+        self.size = None if size is None else (int(size[0]), int(size[1]))
         self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1), persistent=False)
         self.register_buffer('std', torch.tensor(std, dtype=torch.float32).view(-1, 1, 1), persistent=False)
         self.size_divisor, self.pad_val = size_divisor, pad_val
@@ -44,6 +50,8 @@ class DensePreprocessor(BaseDataPreprocessor):
         d = self.size_divisor
         height = -(-max(img.shape[-2] for img in images) // d) * d
         width = -(-max(img.shape[-1] for img in images) // d) * d
+        if training and self.size is not None:
+            height, width = max(height, self.size[0]), max(width, self.size[1])
         batch = torch.stack([pad_to(img, (height, width), self.pad_val) for img in images])
         for img, sample in zip(images, samples or []):
             sample.set_metainfo({'img_shape': tuple(img.shape[-2:]), 'pad_shape': (height, width),

@@ -15,6 +15,7 @@ from torch import nn
 
 from zoo.core.resize import interpolate
 
+from ..conv_init import check_init, conv_module_init
 from ..registry import MODELS
 
 READOUTS = ('ignore', 'add', 'project')
@@ -98,9 +99,9 @@ class FusionBlock(nn.Module):
     to 1, so up2(proj(y)) = proj(up2(y)) exactly, at a quarter of the projection's cost and memory.
     """
 
-    def __init__(self, channels: int, batch_norm: bool = False, bias: bool | None = None):
+    def __init__(self, channels: int, batch_norm: bool = False, bias: bool | None = None, skip_unit: bool = True):
         super().__init__()
-        self.res1 = ResidualConvUnit(channels, batch_norm, bias)
+        self.res1 = ResidualConvUnit(channels, batch_norm, bias) if skip_unit else None
         self.res2 = ResidualConvUnit(channels, batch_norm, bias)
         self.proj = nn.Conv2d(channels, channels, 1)
 
@@ -118,12 +119,18 @@ class DPTNeck(nn.Module):
     (strides 16, 8, 4, 2 for the default targets); heads read the last, finest one.
 
     in_channels / in_strides / prefix_names describe the backbone (task models fill them in from it).
+    fusion_batch_norm: BatchNorm in the fusion blocks' residual units, their convs then without bias (mmseg).
+    deepest_skip_unit: the deepest fusion block has a skip residual unit too, which it never uses (it has no skip
+    input; the official DPT and HF keep it); False leaves it out, as mmseg does (and DDP then needs no
+    ``find_unused_parameters``).
+    init: 'torch' (PyTorch's defaults) or 'mmseg' (mmcv's ConvModule kaiming init; :mod:`heads.conv_init`).
     """
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
                  readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
                  out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
-                 fusion_batch_norm: bool = False, fusion_bias: bool | None = None):
+                 fusion_batch_norm: bool = False, fusion_bias: bool | None = None, deepest_skip_unit: bool = True,
+                 init: str = 'torch'):
         super().__init__()
         lengths = {len(in_channels), len(in_strides), len(hidden_channels), len(out_strides)}
         if len(lengths) != 1:
@@ -141,9 +148,13 @@ class DPTNeck(nn.Module):
         self.reassemble = nn.ModuleList(ReassembleLevel(c_in, c_out, f, readout, prefix_names)
                                         for c_in, c_out, f in zip(in_channels, hidden_channels, factors))
         self.convs = nn.ModuleList(nn.Conv2d(c, fusion_channels, 3, padding=1, bias=False) for c in hidden_channels)
-        self.fusion = nn.ModuleList(FusionBlock(fusion_channels, fusion_batch_norm, fusion_bias)
-                                    for _ in hidden_channels)
+        self.fusion = nn.ModuleList(FusionBlock(fusion_channels, fusion_batch_norm, fusion_bias,
+                                                skip_unit=deepest_skip_unit or i > 0)
+                                    for i in range(len(hidden_channels)))
         self.out_channels = fusion_channels
+        if check_init(init) == 'mmseg':  # the convs mmseg builds as ConvModules
+            conv_module_init(*[level.proj for level in self.reassemble], *self.convs,
+                             *[m for block in self.fusion for m in block.modules() if m is not block])
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
         prefixes = prefixes if prefixes is not None else [None] * len(maps)

@@ -30,6 +30,8 @@ class ViTEncoder(nn.Module):
 
     pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
     pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``).
+    patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
+    ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
     """
     family = 'vit'
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
@@ -40,13 +42,15 @@ class ViTEncoder(nn.Module):
                  qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
                  pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
                  pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
-                 norm_eps: float = 1e-6,
+                 norm_eps: float = 1e-6, patch_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
-        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim)
+        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, bias=patch_bias)
+        if not patch_bias:  # checkpoint keys load_pretrained drops when present (zoo.weights.load)
+            self.ignored_checkpoint_keys = ('patch_embed.proj.bias',)
         self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
         grid = (img_size[0] // patch_size, img_size[1] // patch_size)
         if pos_embed == 'learned':

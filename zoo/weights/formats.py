@@ -5,6 +5,7 @@ from torch import nn
 
 from .hf import FROM_HF
 from .io import CheckpointError
+from .mmseg import from_mmseg
 from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
 
@@ -30,7 +31,7 @@ def _from_task_model(state: dict, family: str) -> dict:
 
 
 CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by_family('hf', FROM_HF),
-              'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model}
+              'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model, 'mmseg': from_mmseg}
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:

@@ -66,7 +66,9 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     target = model.state_dict()
     report = LoadReport(fmt)
     classifier_only = getattr(model, 'classifier_only', ())
-    report.dropped = [k for k in state if k not in target and k.startswith(classifier_only)]
+    # plus keys a model was built to do without (e.g. a ViT without patch-embedding bias)
+    droppable = tuple(classifier_only) + tuple(getattr(model, 'ignored_checkpoint_keys', ()))
+    report.dropped = [k for k in state if k not in target and k.startswith(droppable)]
     report.reinitialized = [k for k in state if k in target and k.startswith(HEAD_KEYS)
                             and state[k].shape != target[k].shape]
     for key in report.dropped + report.reinitialized:

@@ -1,0 +1,26 @@
+"""Loading a whole task model's checkpoint: this project's layout, or mmseg's DPT segmentor
+(:mod:`zoo.weights.mmseg`), told apart by its keys."""
+from __future__ import annotations
+
+from torch import nn
+
+from zoo.weights import LoadReport, load_pretrained, read_state_dict
+from zoo.weights.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
+
+
+def task_checkpoint_layout(state) -> str:
+    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'."""
+    return 'mmseg' if is_mmseg_dpt(state) else 'zoo'
+
+
+def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None) -> LoadReport:
+    """``source`` (a path or a state dict, training containers such as mmengine's ``{'meta', 'state_dict'}``
+    unwrapped) into ``model``, converted from mmseg's layout when it is in it; see
+    :func:`zoo.weights.load_pretrained` for ``strict`` and the errors."""
+    if name is None and not isinstance(source, dict):
+        name = str(source)
+    state = read_state_dict(source)
+    layout = task_checkpoint_layout(state)
+    if layout == 'mmseg':
+        check_patch_bias(dpt_from_mmseg(state), model)
+    return load_pretrained(model, state, format=layout, strict=strict, name=name)

@@ -1,0 +1,105 @@
+"""mmsegmentation's key layouts -> this project's: its ViT backbone, and its whole DPT segmentor.
+
+mmseg's ViT (``mmseg/models/backbones/vit.py``, also what ``tools/model_converters/vit2mmseg.py`` writes from a
+timm file): ``cls_token`` '1 1 d', ``pos_embed`` '1 (1 + h w) d', ``patch_embed.projection``, ``layers.{i}.ln1`` /
+``ln2``, ``layers.{i}.attn.attn.in_proj_{weight,bias}`` (torch MultiheadAttention: rows q, k, v as timm's qkv),
+``layers.{i}.attn.attn.out_proj``, ``layers.{i}.ffn.layers.0.0`` (fc1) and ``ffn.layers.1`` (fc2), and ``ln1`` for a
+final norm (``final_norm=True``; a backbone here drops it like a classifier's ``norm``).
+
+mmseg's DPT (``EncoderDecoder`` with ``DPTHead``, ``mmseg/models/decode_heads/dpt_head.py``) keeps the whole neck
+in its decode head; the published checkpoints (``dpt_vit-b16_512x512_160k_ade20k-db31cf52.pth``) are
+``{'meta': {...}, 'state_dict': {...}}`` with ``backbone.*`` as above and
+
+- ``decode_head.reassemble_blocks.readout_projects.{i}.0`` (Linear 2d -> d) -> ``neck.reassemble.{i}.readout.project.0``
+- ``decode_head.reassemble_blocks.projects.{i}.conv`` (1x1) -> ``neck.reassemble.{i}.proj``
+- ``decode_head.reassemble_blocks.resize_layers.{i}`` (i = 0, 1, 3) -> ``neck.reassemble.{i}.resample``
+- ``decode_head.convs.{i}.conv`` (3x3, no bias) -> ``neck.convs.{i}``
+- ``decode_head.fusion_blocks.{i}.res_conv_unit{j}.conv{k}.conv`` / ``.bn`` -> ``neck.fusion.{i}.res{j}.conv{k}`` /
+  ``.bn{k}``
+- ``decode_head.fusion_blocks.{i}.project.conv`` (1x1) -> ``neck.fusion.{i}.proj``
+- ``decode_head.project.conv`` / ``.bn`` (3x3 + BN + ReLU) -> ``decode_head.head.0`` / ``.head.1``
+- ``decode_head.conv_seg`` (1x1 classifier) -> ``decode_head.head.4``
+
+mmseg's deepest fusion block has no ``res_conv_unit1`` (it never has a skip input): the neck here matches with
+``deepest_skip_unit=False``. Shapes are stored as here (conv 'o i kh kw', transposed conv 'i o k k', BN
+``num_batches_tracked`` a 0-d int64).
+"""
+from __future__ import annotations
+
+from .io import CheckpointError
+from .rename import rename_keys
+
+_VIT_RULES = [
+    (r'^cls_token$', 'prefix.cls'),
+    (r'^pos_embed$', 'pos_embed.weight'),
+    (r'^patch_embed\.projection\.', 'patch_embed.proj.'),
+    (r'^ln1\.', 'norm.'),  # final norm (final_norm=True); a backbone drops it
+    (r'^layers\.(\d+)\.ln([12])\.', r'blocks.\1.norm\2.'),
+    (r'^layers\.(\d+)\.attn\.attn\.in_proj_(weight|bias)$', r'blocks.\1.attn.qkv.\2'),
+    (r'^layers\.(\d+)\.attn\.attn\.out_proj\.', r'blocks.\1.attn.proj.'),
+    (r'^layers\.(\d+)\.ffn\.layers\.0\.0\.', r'blocks.\1.mlp.fc1.'),
+    (r'^layers\.(\d+)\.ffn\.layers\.1\.', r'blocks.\1.mlp.fc2.'),
+]
+_DPT_HEAD_RULES = [
+    (r'^reassemble_blocks\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
+    (r'^reassemble_blocks\.projects\.(\d+)\.conv\.', r'neck.reassemble.\1.proj.'),
+    (r'^reassemble_blocks\.resize_layers\.(\d+)\.', r'neck.reassemble.\1.resample.'),
+    (r'^convs\.(\d+)\.conv\.', r'neck.convs.\1.'),
+    (r'^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.conv\.', r'neck.fusion.\1.res\2.conv\3.'),
+    (r'^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.bn\.', r'neck.fusion.\1.res\2.bn\3.'),
+    (r'^fusion_blocks\.(\d+)\.project\.conv\.', r'neck.fusion.\1.proj.'),
+    (r'^project\.conv\.', 'decode_head.head.0.'),
+    (r'^project\.bn\.', 'decode_head.head.1.'),
+    (r'^conv_seg\.', 'decode_head.head.4.'),
+]
+#: Keys only mmseg's DPT checkpoints have (its ViT's blocks, its DPT head's reassembly).
+_SIGNATURE = ('backbone.layers.', 'decode_head.reassemble_blocks.')
+_PATCH_BIAS = 'backbone.patch_embed.proj.bias'
+
+
+def vit_from_mmseg(state: dict) -> dict:
+    """mmseg ViT keys -> :mod:`zoo.backbones.vit`; the ``backbone.*`` part of a whole mmseg model also reads."""
+    if any(k.startswith('backbone.') for k in state):
+        state = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
+    return rename_keys(state, _VIT_RULES)
+
+
+def dpt_from_mmseg(state: dict) -> dict:
+    """A whole mmseg DPT segmentor's keys -> :class:`heads.models.Segmentor`'s (see the module docstring).
+    Keys of neither part are kept as they are (and reported as not in the model when loaded)."""
+    out = {}
+    for key, value in state.items():
+        if key.startswith('backbone.'):
+            key = 'backbone.' + next(iter(rename_keys({key[len('backbone.'):]: None}, _VIT_RULES)))
+        elif key.startswith('decode_head.'):
+            key = next(iter(rename_keys({key[len('decode_head.'):]: None}, _DPT_HEAD_RULES)))
+        out[key] = value
+    return out
+
+
+def is_mmseg_dpt(state) -> bool:
+    """Whether a (unwrapped) state dict is a whole mmseg DPT model."""
+    return any(k.startswith(_SIGNATURE) for k in state)
+
+
+def from_mmseg(state: dict, family: str | None) -> dict:
+    """The 'mmseg' layout converter: a whole task model (``family`` None) or a ViT backbone."""
+    if family is None:
+        if not is_mmseg_dpt(state):
+            raise CheckpointError("no 'backbone.layers.' or 'decode_head.reassemble_blocks.' keys: not an mmseg DPT")
+        return dpt_from_mmseg(state)
+    if family != 'vit':
+        raise CheckpointError(f"no mmseg layout converter for the {family!r} family")
+    return vit_from_mmseg(state)
+
+
+def check_patch_bias(state: dict, model) -> None:
+    """mmseg 0.x trained its ViT with a patch-embedding bias (the published DPT checkpoints have one), 1.x builds it
+    without: say which option makes a model take such a checkpoint whole (converted ``state``, model's keys)."""
+    from .load import CheckpointMismatchError  # load imports this module's converter
+    keys = model.state_dict()
+    if _PATCH_BIAS in state and _PATCH_BIAS not in keys and 'backbone.patch_embed.proj.weight' in keys:
+        raise CheckpointMismatchError(
+            f"this mmseg checkpoint's ViT has a patch-embedding bias ({_PATCH_BIAS}, as mmseg 0.x trained it) but "
+            f"the model was built without one (patch_bias=False, mmseg 1.x's ViT); to evaluate the checkpoint as "
+            f"it was trained, build with --cfg-options model.backbone.patch_bias=True")
