@@ -13,6 +13,9 @@ from torch import nn
 
 from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
+from ..core.alibi import make_alibi
+from ..core.attention import Attention
+from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
 from .inputs import check_images
@@ -29,7 +32,9 @@ class ViTEncoder(nn.Module):
     """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`.
 
     pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
-    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``).
+    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``);
+    rope: 2-D rotary positions in every attention, ``dict(kind='axial' | 'mixed', ...)`` (:func:`zoo.core.make_rope`);
+    alibi: 2-D ALiBi bias in every attention, True or ``dict(metric=...)`` (:func:`zoo.core.make_alibi`).
     """
     family = 'vit'
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
@@ -40,11 +45,12 @@ class ViTEncoder(nn.Module):
                  qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
                  pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
                  pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
-                 norm_eps: float = 1e-6,
+                 norm_eps: float = 1e-6, rope: dict | None = None, alibi: dict | bool | None = None,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
+        self.num_heads = num_heads
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
         self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim)
         self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
@@ -62,9 +68,19 @@ class ViTEncoder(nn.Module):
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
-                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm)
+                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm,
+                  attn=self._position_attention(rope, alibi, qkv_bias, attn_drop_rate, drop_rate))
             for rate in rates)
         self.apply(init_linear)
+
+    def _position_attention(self, rope, alibi, qkv_bias, attn_drop, proj_drop) -> Attention | None:
+        """A block's attention with rotary positions and/or ALiBi; None (the block's default) without them."""
+        if rope is None and not alibi:
+            return None
+        heads = self.num_heads
+        return Attention(self.embed_dim, heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop,
+                         rope=make_rope(rope, self.embed_dim // heads, heads),
+                         pos_bias=make_alibi(alibi, heads, len(self.prefix)))
 
     @property
     def min_input_size(self) -> int:
