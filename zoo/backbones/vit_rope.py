@@ -5,7 +5,8 @@
   RoPE (temperature 100) or mixed RoPE (learned frequencies, temperature 10), x first; ``_ape`` adds a learned
   absolute table over the patches only;
 - timm's "SBB" ViTs (``vit_*_patch16_rope_reg*_gap_256``): register tokens, no CLS, mean pooling, axial RoPE of
-  temperature 10 000, row first, positions rescaled to the 16x16 grid of their 256 pre-training size.
+  temperature 10 000, row first, positions rescaled to the 16x16 grid of their 256 pre-training size; EVA's
+  attention, with q and v biases but none on k.
 
 timm builds them in its EVA model; :mod:`zoo.weights.eva` converts those checkpoints.
 """
@@ -34,4 +35,4 @@ for _size, _registers in (('medium', 1), ('mediumd', 1), ('betwixt', 4), ('base'
     _mean, _std = (CLIP_MEAN, CLIP_STD) if _size == 'betwixt' else (HALF_MEAN, HALF_STD)
     register_variant(f'vit_{_size}_patch16_rope_reg{_registers}_gap_256', VIT, mean=_mean, std=_std, input_size=256,
                      patch_size=16, init_values=1e-5, class_token=False, reg_tokens=_registers, pos_embed='none',
-                     rope=_SBB_ROPE, head=dict(global_pool='avg'), **_SBB_SIZES[_size])
+                     rope=_SBB_ROPE, key_bias=False, head=dict(global_pool='avg'), **_SBB_SIZES[_size])

@@ -1,8 +1,8 @@
 """timm's EVA layout (its RoPE ViTs: ``vit_*_rope*``) -> this project's ViT keys.
 
 timm builds its rotary-position ViTs in the EVA model, which differs from its plain ViT only in names:
-LayerScale ``gamma_1``/``gamma_2`` (ours ``ls1.gamma``/``ls2.gamma``); EVA attention's separate ``q_bias``/``v_bias``
-beside a bias-free fused ``qkv`` (its k bias is a zero buffer; ours one fused bias [q | 0 | v]); and the mixed
+LayerScale ``gamma_1``/``gamma_2`` (ours ``ls1.gamma``/``ls2.gamma``); EVA attention's ``q_bias``/``v_bias`` beside
+a bias-free fused ``qkv`` (ours inside it: :class:`zoo.core.qkv.FusedQKVNoKeyBias`); and the mixed
 RoPE frequencies of all blocks in one ``rope.freqs`` '2 depth heads (d/2)' (ours one '2 heads (d/2)' per block,
 ``blocks.i.attn.rope.freqs``).
 """
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from .rename import rename_keys
 
-_RULES = [(r'\.gamma_1$', '.ls1.gamma'), (r'\.gamma_2$', '.ls2.gamma')]
+_RULES = [(r'\.gamma_1$', '.ls1.gamma'), (r'\.gamma_2$', '.ls2.gamma'), (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias')]
 
 
 def is_eva_layout(state: dict) -> bool:
@@ -28,9 +26,5 @@ def eva_to_vit(state: dict) -> dict:
     if freqs is not None:  # '2 depth heads (d/2)' -> per block '2 heads (d/2)'
         for i in range(freqs.shape[1]):
             state[f'blocks.{i}.attn.rope.freqs'] = freqs[:, i].clone()
-    for key in [k for k in state if k.endswith('.attn.q_bias')]:
-        stem = key[:-len('q_bias')]
-        q_bias, v_bias = state.pop(key), state.pop(stem + 'v_bias')
-        state[stem + 'qkv.bias'] = torch.cat([q_bias, torch.zeros_like(q_bias), v_bias])
     state = {k: v for k, v in state.items() if not re.search(r'(^|\.)rope\.(pos_embed|bands|t_x|t_y)$', k)}
     return rename_keys(state, _RULES)
