@@ -2,6 +2,7 @@
 divergence; progress and a short console; autocast training; layer-wise learning-rate decay."""
 from .autocast import AutocastOptimWrapper
 from .layer_decay import LayerDecayOptimWrapperConstructor
+from .lora_hook import LoRAAdapterHook
 from .non_finite import DivergedError, NonFiniteLossHook
 from .progress import EtaTimerHook, ProgressLoggerHook
 from .rng_state import RngStateHook
@@ -9,4 +10,5 @@ from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
 
 __all__ = ['AutocastOptimWrapper', 'DivergedError', 'EtaTimerHook', 'LayerDecayOptimWrapperConstructor',
-           'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook', 'ZooRunner']
+           'LoRAAdapterHook', 'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook',
+           'ZooRunner']
