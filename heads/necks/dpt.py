@@ -16,6 +16,7 @@ from torch import nn
 from zoo.core.resize import interpolate
 
 from ..registry import MODELS
+from .level_mix import LevelMix
 
 READOUTS = ('ignore', 'add', 'project')
 
@@ -118,13 +119,18 @@ class DPTNeck(nn.Module):
     (strides 16, 8, 4, 2 for the default targets); heads read the last, finest one.
 
     in_channels / in_strides / prefix_names describe the backbone (task models fill them in from it).
+    ``level_mix``: the backbone gives more levels than the neck has (a ViT tapped at every block) and a learned
+    softmax mix over all of them makes each neck level (:class:`heads.necks.level_mix.LevelMix`).
     """
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
                  readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
                  out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
-                 fusion_batch_norm: bool = False, fusion_bias: bool | None = None):
+                 fusion_batch_norm: bool = False, fusion_bias: bool | None = None, level_mix: bool = False):
         super().__init__()
+        self.level_mix = LevelMix.for_neck(in_channels, in_strides, len(hidden_channels)) if level_mix else None
+        if level_mix:  # the neck's levels are the mixes: one per hidden width, of the backbone's width and stride
+            in_channels, in_strides = [in_channels[0]] * len(hidden_channels), [in_strides[0]] * len(hidden_channels)
         lengths = {len(in_channels), len(in_strides), len(hidden_channels), len(out_strides)}
         if len(lengths) != 1:
             raise ValueError(f"DPTNeck needs one entry per level in in_channels {list(in_channels)}, in_strides "
@@ -146,6 +152,8 @@ class DPTNeck(nn.Module):
         self.out_channels = fusion_channels
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+        if self.level_mix is not None:
+            maps, prefixes = self.level_mix(maps, prefixes)
         prefixes = prefixes if prefixes is not None else [None] * len(maps)
         levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
         fused, outputs = None, []
