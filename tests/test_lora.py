@@ -5,8 +5,16 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.lora import (adapter_state_dict, apply_lora, load_adapters, lora_modules, lora_summary, merge_lora,
-                      save_adapters, unmerge_lora)
+from zoo.lora import (
+    adapter_state_dict,
+    apply_lora,
+    load_adapters,
+    lora_modules,
+    lora_summary,
+    merge_lora,
+    save_adapters,
+    unmerge_lora,
+)
 
 from .reference import tiny_dpt
 
