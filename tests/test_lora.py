@@ -130,3 +130,16 @@ def test_config_switch_fine_tunes_any_config_with_lora():
     assert any(n.startswith('neck.') for n in trainable)  # the task parts stay trainable
     with pytest.raises(TypeError, match='does not accept'):
         MODELS.build({**cfg, 'backbone': {**cfg['backbone'], 'lora_rank': 4}})
+
+
+def test_a_base_checkpoint_loads_into_a_lora_model_with_the_adapters_at_their_start(tmp_path):
+    import pickle
+    base = small('vit').eval()
+    adapted = apply_lora(small('vit').eval(), EVERY_LINEAR, rank=2)
+    report = zoo.load_pretrained(adapted, base.state_dict(), format='zoo')
+    assert report.missing == []
+    x = torch.randn(1, 3, 32, 48)
+    with torch.no_grad():
+        torch.testing.assert_close(adapted(x)[-1], base(x)[-1])
+    restored = pickle.loads(pickle.dumps(adapted))  # the LoRA form of a Linear subclass pickles by name
+    assert type(restored.blocks[0].attn.qkv).__name__ == 'LoRAFusedQKV'

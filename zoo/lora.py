@@ -65,6 +65,7 @@ def _lora_class(cls: type) -> type:
         return LoRALinear
     if cls not in _CLASSES:
         _CLASSES[cls] = type(f'LoRA{cls.__name__}', (cls, LoRALinear), {'__module__': __name__})
+        globals().setdefault(_CLASSES[cls].__name__, _CLASSES[cls])  # so that pickle finds it by name
     return _CLASSES[cls]
 
 
