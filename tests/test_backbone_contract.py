@@ -18,6 +18,10 @@ COVERED_BY = {**{f'vit_base_patch16_{s}_224': f'vit_small_patch16_{s}_224'
 NAMES = [n for n in zoo.list_backbones() if n not in COVERED_BY]
 
 
+def test_skipped_names_are_registered_and_covered_by_built_ones():
+    assert set(COVERED_BY) <= set(zoo.list_backbones()) and set(COVERED_BY.values()) <= set(NAMES)
+
+
 def sizes_for(backbone: Backbone) -> list[tuple[int, int]]:
     """Two non-square sizes, multiples of the input multiple, above the smallest input."""
     m = backbone.input_multiple
