@@ -1,6 +1,8 @@
 """Building named models, optionally with pretrained weights."""
 from __future__ import annotations
 
+import logging
+
 from torch import nn
 
 from .core import keep_convs_fp32_on_cpu_autocast, set_grad_checkpointing
@@ -9,16 +11,30 @@ from .weights import load_pretrained
 
 
 def create_backbone(name: str, *, pretrained=None, out_indices=None, grad_checkpointing: bool = False,
-                    **overrides) -> nn.Module:
+                    lora: dict | None = None, **overrides) -> nn.Module:
     """A dense backbone: ``forward(x)`` gives NCHW maps at ``out_indices`` with ``out_channels``/``out_strides``.
 
     ``pretrained`` is a path (.safetensors/.pth/.pt/.bin or an HF folder) or a state dict in this project's
     or timm's layout; a classifier checkpoint loads with its head dropped. ``grad_checkpointing``: the
     transformer blocks recompute their activations in backward (:func:`zoo.core.set_grad_checkpointing`).
+    ``lora``: ``dict(rank=, alpha=, dropout=, targets=, trainable=)`` adds LoRA adapters (after the weights load) and
+    freezes everything else (:func:`zoo.lora.apply_lora`).
     """
     if out_indices is not None:
         overrides['out_indices'] = tuple(out_indices)
-    return _finish(get_variant(name).build('backbone', **overrides), pretrained, grad_checkpointing)
+    backbone = _finish(get_variant(name).build('backbone', **overrides), pretrained, grad_checkpointing)
+    return backbone if lora is None else with_lora(backbone, lora)
+
+
+def with_lora(model: nn.Module, lora: dict) -> nn.Module:
+    """``model`` with :func:`zoo.lora.apply_lora` of the ``lora`` options; the trained share is logged."""
+    from .lora import apply_lora, lora_summary
+    if not isinstance(lora, dict):
+        raise TypeError(f"lora must be a dict of apply_lora options (rank, alpha, dropout, targets, trainable), "
+                        f"got {lora!r}")
+    model = apply_lora(model, **lora)
+    logging.getLogger(__name__).info("%s: %s", model.pretrained_cfg['name'], lora_summary(model))
+    return model
 
 
 def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, grad_checkpointing: bool = False,

@@ -4,6 +4,7 @@ up by gradient accumulation."""
 from .autocast import AutocastOptimWrapper
 from .effective_batch import StepParamSchedulerHook
 from .layer_decay import LayerDecayOptimWrapperConstructor
+from .lora_hook import LoRAAdapterHook
 from .non_finite import DivergedError, NonFiniteLossHook
 from .progress import EtaTimerHook, ProgressLoggerHook
 from .rng_state import RngStateHook
@@ -11,5 +12,5 @@ from .runner import ZooRunner
 from .safe_checkpoint import SafeCheckpointHook
 
 __all__ = ['AutocastOptimWrapper', 'DivergedError', 'EtaTimerHook', 'LayerDecayOptimWrapperConstructor',
-           'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook', 'StepParamSchedulerHook',
-           'ZooRunner']
+           'LoRAAdapterHook', 'NonFiniteLossHook', 'ProgressLoggerHook', 'RngStateHook', 'SafeCheckpointHook',
+           'StepParamSchedulerHook', 'ZooRunner']

@@ -23,7 +23,7 @@ CONSUMED_BY_BUILDERS = frozenset({'type', '_scope_', 'priority', 'constructor', 
 KWARGS_ACCEPTED = {CheckpointHook: frozenset()}
 #: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (the rest go to the class).
 BACKBONE_TYPES = ('ZooBackbone', 'heads.ZooBackbone')
-FACTORY_KEYS = frozenset({'name', 'pretrained', 'out_indices', 'grad_checkpointing'})
+FACTORY_KEYS = frozenset({'name', 'pretrained', 'out_indices', 'grad_checkpointing', 'lora'})
 
 
 class ConfigKeyError(TypeError):

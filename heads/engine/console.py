@@ -8,6 +8,8 @@ import logging
 from mmengine.dist import get_world_size
 from mmengine.model import is_model_wrapper
 
+from zoo.lora import lora_modules, lora_summary
+
 #: Starts of mmengine's messages that stay in the log file only.
 LOG_FILE_ONLY = (
     'System environment:', '-' * 20, 'Config:', 'Hooks will be executed in the following order',
@@ -17,11 +19,17 @@ LOG_FILE_ONLY = (
 )
 
 
+#: Parts of mmengine's messages that stay in the log file only: one line per frozen parameter (a LoRA fine-tune's
+#: summary line says how many are trained instead).
+LOG_FILE_ONLY_PARTS = ('is skipped since its requires_grad=False',)
+
+
 class ConsoleFilter(logging.Filter):
-    """Drops the records of :data:`LOG_FILE_ONLY` from the handler it is added to."""
+    """Drops the records of :data:`LOG_FILE_ONLY` and :data:`LOG_FILE_ONLY_PARTS` from the handler it is added to."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().lstrip().startswith(LOG_FILE_ONLY)
+        message = record.getMessage()
+        return not message.lstrip().startswith(LOG_FILE_ONLY) and not any(p in message for p in LOG_FILE_ONLY_PARTS)
 
 
 def show_essentials_on_console(logger: logging.Logger) -> None:
@@ -59,6 +67,8 @@ def run_summary(runner) -> str:
     loop = runner.train_loop
     lines = [f"{runner.experiment_name}: {describe_model(cfg.get('model', {}))}, {count(params)} parameters"
              + (f' ({count(trainable)} trainable)' if trainable != params else '')]
+    if lora_modules(model):  # a LoRA fine-tune: what it trains and the size of what it will save
+        lines.append(f'  {lora_summary(model)}')
     batch = cfg.get('train_dataloader', {}).get('batch_size')
     schedule = f'{loop.max_iters} iterations' + (f' of batch {batch}' if batch else '')
     if get_world_size() > 1:

@@ -28,6 +28,9 @@ def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config
     hooks = cfg.setdefault('custom_hooks', [])
     present = {h.get('type') for h in hooks}
     hooks.extend(dict(type=name) for name in REQUIRED_HOOKS if name not in present)
+    backbone = cfg.get('model', {}).get('backbone')
+    if isinstance(backbone, dict) and backbone.get('lora') and 'LoRAAdapterHook' not in present:
+        hooks.append(dict(type='LoRAAdapterHook'))  # a LoRA fine-tune also writes its adapters alone
     check_config_keys(cfg.to_dict())
     return cfg
 

@@ -17,6 +17,7 @@ from zoo.core.resize import interpolate
 
 from ..conv_init import check_init, conv_module_init
 from ..registry import MODELS
+from .level_mix import LevelMix
 
 READOUTS = ('ignore', 'add', 'project')
 
@@ -124,14 +125,19 @@ class DPTNeck(nn.Module):
     input; the official DPT and HF keep it); False leaves it out, as mmseg does (and DDP then needs no
     ``find_unused_parameters``).
     init: 'torch' (PyTorch's defaults) or 'mmseg' (mmcv's ConvModule kaiming init; :mod:`heads.conv_init`).
+    ``level_mix``: the backbone gives more levels than the neck has (a ViT tapped at every block) and a learned
+    softmax mix over all of them makes each neck level (:class:`heads.necks.level_mix.LevelMix`).
     """
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
                  readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
                  out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
                  fusion_batch_norm: bool = False, fusion_bias: bool | None = None, deepest_skip_unit: bool = True,
-                 init: str = 'torch'):
+                 init: str = 'torch', level_mix: bool = False):
         super().__init__()
+        self.level_mix = LevelMix.for_neck(in_channels, in_strides, len(hidden_channels)) if level_mix else None
+        if level_mix:  # the neck's levels are the mixes: one per hidden width, of the backbone's width and stride
+            in_channels, in_strides = [in_channels[0]] * len(hidden_channels), [in_strides[0]] * len(hidden_channels)
         lengths = {len(in_channels), len(in_strides), len(hidden_channels), len(out_strides)}
         if len(lengths) != 1:
             raise ValueError(f"DPTNeck needs one entry per level in in_channels {list(in_channels)}, in_strides "
@@ -157,6 +163,8 @@ class DPTNeck(nn.Module):
                              *[m for block in self.fusion for m in block.modules() if m is not block])
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+        if self.level_mix is not None:
+            maps, prefixes = self.level_mix(maps, prefixes)
         prefixes = prefixes if prefixes is not None else [None] * len(maps)
         levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
         fused, outputs = None, []

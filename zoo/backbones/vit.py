@@ -13,6 +13,10 @@ from torch import nn
 
 from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
+from ..core.alibi import make_alibi
+from ..core.attention import Attention
+from ..core.qkv import FusedQKVNoKeyBias
+from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
 from .inputs import check_images
@@ -29,7 +33,10 @@ class ViTEncoder(nn.Module):
     """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`.
 
     pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
-    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``).
+    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``);
+    rope: 2-D rotary positions in every attention, ``dict(kind='axial' | 'mixed', ...)`` (zoo.core.rope.make_rope);
+    alibi: 2-D ALiBi bias in every attention, True or ``dict(metric=...)`` (:func:`zoo.core.alibi.make_alibi`);
+    key_bias: False for learned q and v biases only (EVA, timm's RoPE ViTs; :class:`zoo.core.qkv.FusedQKVNoKeyBias`);
     patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
     ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
     """
@@ -42,11 +49,13 @@ class ViTEncoder(nn.Module):
                  qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
                  pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
                  pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
-                 norm_eps: float = 1e-6, patch_bias: bool = True,
+                 norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
+                 alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
+        self.num_heads = num_heads
         norm_layer = partial(nn.LayerNorm, eps=norm_eps)
         self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, bias=patch_bias)
         if not patch_bias:  # checkpoint keys load_pretrained drops when present (zoo.weights.load)
@@ -66,9 +75,20 @@ class ViTEncoder(nn.Module):
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
-                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm)
+                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm,
+                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate))
             for rate in rates)
         self.apply(init_linear)
+
+    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop) -> Attention | None:
+        """A block's attention with rotary positions, ALiBi or no k bias; None (the block's default) otherwise."""
+        if rope is None and not alibi and (key_bias or not qkv_bias):
+            return None
+        heads = self.num_heads
+        qkv = FusedQKVNoKeyBias(self.embed_dim) if qkv_bias and not key_bias else None
+        return Attention(self.embed_dim, heads, qkv_bias=qkv_bias, qkv=qkv, attn_drop=attn_drop, proj_drop=proj_drop,
+                         rope=make_rope(rope, self.embed_dim // heads, heads),
+                         pos_bias=make_alibi(alibi, heads, len(self.prefix)))
 
     @property
     def min_input_size(self) -> int:

@@ -6,6 +6,7 @@ Backbones differ only in the parts they plug in:
 - ``scale``: the softmax scale, ``head_dim ** -0.5`` unless given (CvT uses ``dim ** -0.5``);
 - ``pos_bias``: an optional module mapping the token grid to an additive (heads, n_q, n_k) bias
   (relative position bias, resized to the grid of the input);
+- ``rope``: an optional module turning q and k by their grid positions (:mod:`zoo.core.rope`);
 - ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention).
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Attention(nn.Module):
 
     def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
                  scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
-                 pos_bias: nn.Module | None = None, out_dim: int | None = None):
+                 pos_bias: nn.Module | None = None, out_dim: int | None = None, rope: nn.Module | None = None):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"attention width {dim} is not divisible by num_heads={num_heads}")
@@ -43,6 +44,7 @@ class Attention(nn.Module):
         self.scale = self.head_dim ** -0.5 if scale is None else scale
         self.qkv = FusedQKV(dim, bias=qkv_bias) if qkv is None else qkv
         self.pos_bias = pos_bias
+        self.rope = rope
         self.attn_drop = attn_drop
         self.proj = nn.Linear(dim, out_dim or dim)
         self.proj_drop = nn.Dropout(proj_drop) if proj_drop else nn.Identity()
@@ -52,6 +54,8 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x, grid=grid, num_queries=num_queries)
         # 'b n (h d) -> b h n d' for each of q (m queries), k, v (n keys)
         q, k, v = (rearrange(t, 'b n (h d) -> b h n d', h=self.num_heads) for t in (q, k, v))
+        if self.rope is not None:
+            q, k = self.rope(q, k, grid)
         bias = self._bias(mask, grid, q.dtype)
         drop = self.attn_drop if self.training else 0.0
         if return_attn or not self.fused:

@@ -89,7 +89,8 @@ class Mlp(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
-        if self.recompute_act and torch.is_grad_enabled() and h.requires_grad:
+        # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
+        if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:
             dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
             with torch.autocast(h.device.type, enabled=False):  # run in the dtype autocast would have used
                 h = h.to(dtype)

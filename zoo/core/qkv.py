@@ -73,3 +73,19 @@ class ConvQKV(SeparateQKV):
         if prefix.shape[1]:
             tokens = torch.cat([prefix, tokens], dim=1)
         return linear(tokens)
+
+
+class FusedQKVNoKeyBias(nn.Linear):
+    """q, k and v from one bias-free Linear with learned ``q_bias`` and ``v_bias`` and no k bias (EVA, BEiT; as
+    timm's ``attn.q_bias``/``attn.v_bias``). Without rotary positions a k bias cannot change the softmax; with
+    them it could, so these models have none."""
+
+    def __init__(self, dim: int, in_dim: int | None = None):
+        super().__init__(in_dim or dim, 3 * dim, bias=False)
+        self.q_bias = nn.Parameter(torch.zeros(dim))
+        self.v_bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+        bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
+        q, k, v = (super().forward(x) + bias).chunk(3, dim=-1)
+        return (q if num_queries is None else q[:, :num_queries]), k, v

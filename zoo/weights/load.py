@@ -11,6 +11,7 @@ from .io import CheckpointError, read_state_dict
 
 log = logging.getLogger(__name__)
 HEAD_KEYS = ('head.', 'head_dist.')
+ADAPTER_KEYS = ('.lora_a', '.lora_b')  # zoo.lora's adapters: absent from a checkpoint of the base model
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -75,6 +76,8 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
         del state[key]
     report.resized = _resize_position_tables(model, state, target)
     report.missing = [k for k in target if k not in state and k not in report.reinitialized]
+    if not any(k.endswith(ADAPTER_KEYS) for k in state):  # a base checkpoint into a LoRA model: adapters at start
+        report.missing = [k for k in report.missing if not k.endswith(ADAPTER_KEYS)]
     report.unexpected = [k for k in state if k not in target]
     report.mismatched = [k for k, v in state.items() if k in target and v.shape != target[k].shape]
     mismatched = [f"{k} {tuple(state[k].shape)} vs model {tuple(target[k].shape)}" for k in report.mismatched]

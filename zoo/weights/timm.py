@@ -7,6 +7,7 @@ from einops import rearrange
 
 from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from ..core.pos_embed import square_grid
+from .eva import eva_to_vit, is_eva_layout
 from .rename import rename_keys
 
 # timm ViT/DeiT keep prefix tokens and the position table as bare parameters.
@@ -15,6 +16,7 @@ _VIT_RENAMES = {'cls_token': 'prefix.cls', 'dist_token': 'prefix.dist', 'reg_tok
 
 
 def vit_from_timm(state: dict) -> dict:
+    state = eva_to_vit(state) if is_eva_layout(state) else state  # timm's RoPE ViTs (its EVA model)
     return {_VIT_RENAMES.get(k, k): v for k, v in state.items()}
 
 

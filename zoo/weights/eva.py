@@ -1,0 +1,30 @@
+"""timm's EVA layout (its RoPE ViTs: ``vit_*_rope*``) -> this project's ViT keys.
+
+timm builds its rotary-position ViTs in the EVA model, which differs from its plain ViT only in names:
+LayerScale ``gamma_1``/``gamma_2`` (ours ``ls1.gamma``/``ls2.gamma``); EVA attention's ``q_bias``/``v_bias`` beside
+a bias-free fused ``qkv`` (ours inside it: :class:`zoo.core.qkv.FusedQKVNoKeyBias`); and the mixed
+RoPE frequencies of all blocks in one ``rope.freqs`` '2 depth heads (d/2)' (ours one '2 heads (d/2)' per block,
+``blocks.i.attn.rope.freqs``).
+"""
+from __future__ import annotations
+
+import re
+
+from .rename import rename_keys
+
+_RULES = [(r'\.gamma_1$', '.ls1.gamma'), (r'\.gamma_2$', '.ls2.gamma'), (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias')]
+
+
+def is_eva_layout(state: dict) -> bool:
+    return any(k.endswith(('.gamma_1', '.attn.q_bias')) or k == 'rope.freqs' for k in state)
+
+
+def eva_to_vit(state: dict) -> dict:
+    """EVA keys -> timm-ViT keys (which :func:`zoo.weights.timm.vit_from_timm` then renames)."""
+    state = dict(state)
+    freqs = state.pop('rope.freqs', None)
+    if freqs is not None:  # '2 depth heads (d/2)' -> per block '2 heads (d/2)'
+        for i in range(freqs.shape[1]):
+            state[f'blocks.{i}.attn.rope.freqs'] = freqs[:, i].clone()
+    state = {k: v for k, v in state.items() if not re.search(r'(^|\.)rope\.(pos_embed|bands|t_x|t_y)$', k)}
+    return rename_keys(state, _RULES)
