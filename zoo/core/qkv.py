@@ -6,6 +6,7 @@ q 'b m c', k 'b n c', v 'b n c'.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -73,3 +74,18 @@ class ConvQKV(SeparateQKV):
         if prefix.shape[1]:
             tokens = torch.cat([prefix, tokens], dim=1)
         return linear(tokens)
+
+
+class QVBiasQKV(nn.Linear):
+    """q, k and v from one Linear without bias, then learned ``q_bias`` and ``v_bias`` and no key bias (BEiT,
+    Swin V2): the fused weight is timm's ``attn.qkv.weight``, the biases its ``attn.q_bias`` / ``attn.v_bias``."""
+
+    def __init__(self, dim: int, in_dim: int | None = None):
+        super().__init__(in_dim or dim, 3 * dim, bias=False)
+        self.q_bias = nn.Parameter(torch.zeros(dim))
+        self.v_bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+        bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
+        q, k, v = F.linear(x, self.weight, bias).chunk(3, dim=-1)
+        return (q if num_queries is None else q[:, :num_queries]), k, v
