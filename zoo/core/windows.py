@@ -53,6 +53,41 @@ def shift_mask(padded: Grid, window: Grid, shift: Grid) -> torch.Tensor:
     return (labels[:, :, None] != labels[:, None, :]).float() * MASKED
 
 
+@cached_tensors(maxsize=16)
+def batch_shift_mask(padded: Grid, window: Grid, shift: Grid, batch: int, device: torch.device,
+                     dtype: torch.dtype) -> torch.Tensor:
+    """:func:`shift_mask` for a batch of images, '(b nh nw) 1 n n' (every shifted block of a stage shares it)."""
+    mask = shift_mask(padded, window, shift).to(device=device, dtype=dtype)
+    return mask[None, :, None].expand(batch, -1, -1, -1, -1).flatten(0, 1)
+
+
+@cached_tensors(maxsize=64)
+def window_order(grid: Grid, window: Grid, shift: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token gathers that do 1. to 3. and 4. at once (one copy each way instead of roll, pad, permute, ...).
+
+    ``to_windows`` '(nh nw wh ww)': for each window token, its raster index 'h w' in the map, or h*w (a zero token
+    appended to the map) for padding; ``from_windows`` '(h w)': for each map token, its index in the windows.
+    """
+    (h, w), padded = grid, tuple(-(-g // n) * n for g, n in zip(grid, window))
+    rows, cols = torch.arange(padded[0])[:, None], torch.arange(padded[1])[None, :]
+    source = ((rows + shift[0]) % h) * w + (cols + shift[1]) % w  # roll by -shift: position r holds r + shift
+    source = source.masked_fill((rows >= h) | (cols >= w), h * w)
+    order = '(nh wh) (nw ww) -> (nh nw wh ww)'
+    to_windows = rearrange(source, order, wh=window[0], ww=window[1])
+    slot = torch.empty(padded[0] * padded[1], dtype=torch.long)
+    slot[rearrange(torch.arange(padded[0] * padded[1]).view(padded), order, wh=window[0], ww=window[1])] = \
+        torch.arange(padded[0] * padded[1])  # slot[p]: the window index of padded position p (raster)
+    ys, xs = torch.arange(h)[:, None], torch.arange(w)[None, :]
+    from_windows = slot[((ys - shift[0]) % h) * padded[1] + (xs - shift[1]) % w].flatten()
+    return to_windows, from_windows
+
+
+@cached_tensors(maxsize=64)
+def batched(index: torch.Tensor, batch: int, stride: int) -> torch.Tensor:
+    """'(b i)' indices into 'b' stacked blocks of ``stride`` rows: index + k * stride for block k."""
+    return (index[None] + torch.arange(batch)[:, None] * stride).flatten()
+
+
 class ShiftedWindowAttention(Attention):
     """:class:`Attention` within (shifted) windows of the token map; takes every Attention option.
 
@@ -72,28 +107,22 @@ class ShiftedWindowAttention(Attention):
             raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
         if mask is not None or num_queries is not None:
             raise ValueError("ShiftedWindowAttention makes its own mask and takes no mask or num_queries")
-        (h, w), b = grid, x.shape[0]
+        (h, w), (b, n, c) = grid, x.shape
         window, shift = fit_window(grid, self.window, self.shift)
-        shifted = any(shift)
-        fmap = rearrange(x, 'b (h w) c -> b h w c', h=h, w=w)
-        if shifted:
-            fmap = torch.roll(fmap, (-shift[0], -shift[1]), dims=(1, 2))
-        pad_h, pad_w = -h % window[0], -w % window[1]
-        if pad_h or pad_w:
-            fmap = F.pad(fmap, (0, 0, 0, pad_w, 0, pad_h))
-        padded = (h + pad_h, w + pad_w)
-        windows = rearrange(fmap, 'b (nh wh) (nw ww) c -> (b nh nw) (wh ww) c', wh=window[0], ww=window[1])
-        region_mask = None
-        if shifted:  # 'nW n n' -> '(b nW) 1 n n'
-            region_mask = shift_mask(padded, window, shift).to(device=x.device, dtype=x.dtype)
-            region_mask = region_mask[None, :, None].expand(b, -1, -1, -1, -1).flatten(0, 1)
+        padded = (-(-h // window[0]) * window[0], -(-w // window[1]) * window[1])
+        to_windows, from_windows = window_order((h, w), window, shift)
+        tokens = x.reshape(b * n, c)
+        if padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c'
+            tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1
+        # 'b (h w) c -> (b nh nw) (wh ww) c' (rolled, padded) by one gather
+        windows = tokens.index_select(0, batched(to_windows, b, n).to(x.device))
+        windows = windows.view(-1, window[0] * window[1], c)
+        region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if any(shift) else None
         out = super().forward(windows, grid=window, mask=region_mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
-        fmap = rearrange(out, '(b nh nw) (wh ww) c -> b (nh wh) (nw ww) c', b=b, nh=padded[0] // window[0],
-                         wh=window[0], ww=window[1])[:, :h, :w]
-        if shifted:
-            fmap = torch.roll(fmap, shift, dims=(1, 2))
-        out = rearrange(fmap, 'b h w c -> b (h w) c')
+        # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
+        out = out.reshape(-1, c).index_select(0, batched(from_windows, b, padded[0] * padded[1]).to(x.device))
+        out = out.view(b, h * w, c)
         return (out, attn) if return_attn else out
 
     def extra_repr(self) -> str:
