@@ -222,3 +222,15 @@ def test_swin_position_mlp_equals_timms_cpb_mlp(window, pretrained):
         want = 16 * torch.sigmoid(table.view(n, n, 4).permute(2, 0, 1))
         torch.testing.assert_close(ours(window), want, atol=1e-6, rtol=1e-6)
     assert ours.mlp.fc2.bias is None
+
+
+def test_a_window7_checkpoint_loads_into_a_window12_model_with_timms_table_resize(tmp_path):
+    narrow = dict(depths=(2, 2, 2, 2), embed_dim=32, num_heads=(1, 2, 4, 8))
+    name = 'swin_tiny_patch4_window7_224'
+    ref, path = reference(name, tmp_path / 'w.safetensors', **narrow)
+    ours = zoo.create_classifier(name, window=12, img_size=384, **narrow).eval()
+    report = zoo.load_pretrained(ours, path)
+    assert len(report.resized) == 8 and all(k.endswith('.attn.pos_bias.table') for k in report.resized)
+    x = torch.randn(1, 3, 384, 384)
+    with torch.no_grad():
+        assert max_diff(ours(x), timm_at(name, ref, (384, 384), window_size=12, **narrow)(x)) <= 1e-4
