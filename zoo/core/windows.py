@@ -83,9 +83,9 @@ def window_order(grid: Grid, window: Grid, shift: Grid) -> tuple[torch.Tensor, t
 
 
 @cached_tensors(maxsize=64)
-def batched(index: torch.Tensor, batch: int, stride: int) -> torch.Tensor:
+def batched(index: torch.Tensor, batch: int, stride: int, device: torch.device) -> torch.Tensor:
     """'(b i)' indices into 'b' stacked blocks of ``stride`` rows: index + k * stride for block k."""
-    return (index[None] + torch.arange(batch)[:, None] * stride).flatten()
+    return (index[None] + torch.arange(batch)[:, None] * stride).flatten().to(device)
 
 
 class ShiftedWindowAttention(Attention):
@@ -115,13 +115,13 @@ class ShiftedWindowAttention(Attention):
         if padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c'
             tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1
         # 'b (h w) c -> (b nh nw) (wh ww) c' (rolled, padded) by one gather
-        windows = tokens.index_select(0, batched(to_windows, b, n).to(x.device))
+        windows = tokens.index_select(0, batched(to_windows, b, n, x.device))
         windows = windows.view(-1, window[0] * window[1], c)
         region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if any(shift) else None
         out = super().forward(windows, grid=window, mask=region_mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
-        out = out.reshape(-1, c).index_select(0, batched(from_windows, b, padded[0] * padded[1]).to(x.device))
+        out = out.reshape(-1, c).index_select(0, batched(from_windows, b, padded[0] * padded[1], x.device))
         out = out.view(b, h * w, c)
         return (out, attn) if return_attn else out
 
