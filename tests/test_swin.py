@@ -234,3 +234,30 @@ def test_a_window7_checkpoint_loads_into_a_window12_model_with_timms_table_resiz
     x = torch.randn(1, 3, 384, 384)
     with torch.no_grad():
         assert max_diff(ours(x), timm_at(name, ref, (384, 384), window_size=12, **narrow)(x)) <= 1e-4
+
+
+def test_shifted_window_attention_is_masked_full_attention_over_the_rolled_map():
+    """Written out: roll the map by -shift, attend over all tokens with -inf between windows and -100 between
+    shift regions of a window, roll back; the weights come back over the map."""
+    from zoo.core import ShiftedWindowAttention
+    torch.manual_seed(0)
+    attn = ShiftedWindowAttention(16, 2, (2, 3), shifted=True).eval()
+    (h, w), (wh, ww), (sy, sx) = (4, 6), (2, 3), (1, 1)
+    x = torch.randn(2, h * w, 16)
+    with torch.no_grad():
+        out, weights = attn(x, grid=(h, w), return_attn=True)
+        rolled = torch.roll(x.view(2, h, w, 16), (-sy, -sx), dims=(1, 2)).reshape(2, h * w, 16)
+        q, k, v = (t.view(2, h * w, 2, 8).transpose(1, 2) for t in attn.qkv(rolled))
+        ys, xs = torch.arange(h).repeat_interleave(w), torch.arange(w).repeat(h)
+        # the reference's regions: rows [0, h-wh), [h-wh, h-sy), [h-sy, h), columns alike
+        region = ((ys >= h - wh).long() + (ys >= h - sy).long()) * 3 + (xs >= w - ww).long() + (xs >= w - sx).long()
+        same_window = ((ys[:, None] // wh) == (ys[None] // wh)) & ((xs[:, None] // ww) == (xs[None] // ww))
+        bias = torch.where(region[:, None] == region[None], 0.0, -100.0).masked_fill(~same_window, float('-inf'))
+        probs = ((q @ k.transpose(-2, -1)) * attn.scale + bias).softmax(-1)
+        want = attn.proj((probs @ v).transpose(1, 2).reshape(2, h * w, 16))
+        want = torch.roll(want.view(2, h, w, 16), (sy, sx), dims=(1, 2)).reshape(2, h * w, 16)
+        back = torch.roll(torch.arange(h * w).view(h, w), (-sy, -sx), dims=(0, 1)).flatten()  # rolled -> map index
+        want_weights = torch.zeros_like(weights)
+        want_weights[:, :, back[:, None], back[None, :]] = probs
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights, want_weights, atol=1e-6, rtol=1e-5)

@@ -92,8 +92,10 @@ class ShiftedWindowAttention(Attention):
     """:class:`Attention` within (shifted) windows of the token map; takes every Attention option.
 
     ``window`` (wh, ww) is the build window, ``shifted`` moves the windows by half a window (every other Swin block).
-    ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c' (and with ``return_attn`` the weights
-    '(b windows) heads n n'). The window and shift mask come from the grid; no other mask is taken.
+    ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c'; with ``return_attn`` also the weights
+    between the map's tokens 'b heads (h w) (h w)', zero between tokens of different windows (as
+    :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid; no other
+    mask is taken.
     """
 
     def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, **kwargs):
@@ -123,7 +125,20 @@ class ShiftedWindowAttention(Attention):
         # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
         out = out.reshape(-1, c).index_select(0, batched(from_windows, b, padded[0] * padded[1], x.device))
         out = out.view(b, h * w, c)
-        return (out, attn) if return_attn else out
+        return (out, self._map_weights(attn, from_windows, b)) if return_attn else out
+
+    @staticmethod
+    def _map_weights(attn: torch.Tensor, from_windows: torch.Tensor, b: int) -> torch.Tensor:
+        """'(b nW) heads n n' window weights -> 'b heads (h w) (h w)' over the map (padding keys left out)."""
+        n = attn.shape[-1]
+        slot = from_windows.to(attn.device)
+        window, pos = slot // n, slot % n  # each map token's window and place in it
+        queries, keys = (window[:, None] == window[None, :]).nonzero(as_tuple=True)
+        attn = attn.view(b, -1, *attn.shape[1:])  # 'b nW heads n n'
+        full = attn.new_zeros(b, attn.shape[2], len(slot), len(slot))
+        # indices split by a slice: the indexed dimension comes first, 'L b heads'
+        full[:, :, queries, keys] = attn[:, window[queries], :, pos[queries], pos[keys]].permute(1, 2, 0)
+        return full
 
     def extra_repr(self) -> str:
         return f"window={self.window}, shift={self.shift}"
