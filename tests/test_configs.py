@@ -26,6 +26,8 @@ def test_ade20k_and_camvid_experiments_differ_only_in_the_dataset_part():
      {'in_channels': [64, 192, 384, 384], 'in_strides': [4, 8, 16, 16], 'prefix_names': []}),
     ('dpt_coatnet0_ade20k.py', 'coatnet_0_rw_224', dict(depths=(1, 1, 1, 1)),
      {'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}),
+    ('dpt_swint_ade20k.py', 'swin_tiny_patch4_window7_224', dict(depths=(1, 1, 1, 1)),
+     {'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}),
     ('dpt_crossvits_ade20k.py', 'crossvit_small_240', dict(depths=((1, 1, 0),) * 3),
      {'in_channels': [576] * 4, 'in_strides': [16] * 4, 'prefix_names': ['cls']}),
 ])

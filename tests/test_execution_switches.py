@@ -18,8 +18,9 @@ SMALL = {
     'cvt': ('cvt_13_224', dict(depths=(1, 1, 2))),
     'coatnet': ('coatnet_0_rw_224', dict(depths=(1, 1, 2, 2), embed_dims=(16, 32, 64, 128), stem_widths=(8, 16))),
     'crossvit': ('crossvit_tiny_240', dict(depths=((1, 1, 0), (1, 1, 0)), out_indices=(0, 0, 1, 1))),
+    'swin': ('swinv2_tiny_window8_256', dict(depths=(2, 2, 2, 2), embed_dim=16, num_heads=(1, 2, 4, 8))),
 }
-INPUT = {'vit': 64, 'cvt': 64, 'coatnet': 64, 'crossvit': 96}
+INPUT = {'vit': 64, 'cvt': 64, 'coatnet': 64, 'crossvit': 96, 'swin': 64}
 
 
 def saved_tensor_count(model, x) -> int:

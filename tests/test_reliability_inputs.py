@@ -105,7 +105,8 @@ def test_an_image_header_declaring_a_huge_size_is_refused_before_decoding(tmp_pa
 
 # ------------------------------------------------------------------------------------------ 12: backbone inputs
 FAMILIES = {'vit_tiny_patch16_224': dict(depth=1), 'cvt_13_224': dict(depths=(1, 1, 1)),
-            'coatnet_0_rw_224': dict(depths=(1, 1, 1, 1)), 'crossvit_tiny_240': dict(depths=((1, 1, 0),) * 3)}
+            'coatnet_0_rw_224': dict(depths=(1, 1, 1, 1)), 'crossvit_tiny_240': dict(depths=((1, 1, 0),) * 3),
+            'swin_tiny_patch4_window7_224': dict(depths=(1, 1, 1, 1))}
 BAD = {
     'float64': (torch.zeros(1, 3, 64, 64, dtype=torch.float64), r'has torch\.float32 weights but the images are '
                                                                  r'torch\.float64'),

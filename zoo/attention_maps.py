@@ -3,7 +3,7 @@
 :func:`record_attention` makes every :class:`~zoo.core.Attention` of a model also compute its softmax weights
 (the explicit ``softmax(q k^T * scale + bias)`` path, ``return_attn=True``) while the model runs unchanged, and
 records them with the token layout they belong to. Nothing in the backbones is specific to this: any family
-built on the core (ViT, DeiT, CvT, CoAtNet, CrossViT) is covered.
+built on the core (ViT, DeiT, CvT, CoAtNet, CrossViT, Swin) is covered.
 """
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
 """Backbone families, one file each; importing a family registers its named variants."""
-from . import coatnet, crossvit, cvt, deit, vit, vit_rope  # noqa: F401  (registration)
+from . import coatnet, crossvit, cvt, deit, swin, vit, vit_rope  # noqa: F401  (registration)
 from .coatnet import CoAtNetBackbone, CoAtNetClassifier, CoAtNetEncoder
 from .crossvit import CrossViTBackbone, CrossViTClassifier, CrossViTEncoder
 from .cvt import CvTBackbone, CvTClassifier, CvTEncoder
 from .deit import DistilledBackbone, DistilledClassifier
+from .swin import SwinBackbone, SwinClassifier, SwinEncoder
 from .vit import ViTBackbone, ViTClassifier, ViTEncoder
 
 __all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBackbone', 'CrossViTClassifier',
            'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier',
+           'SwinBackbone', 'SwinClassifier', 'SwinEncoder',
            'ViTBackbone', 'ViTClassifier', 'ViTEncoder']

@@ -15,7 +15,7 @@ from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
-from ..core.qkv import FusedQKVNoKeyBias
+from ..core.qkv import QVBiasQKV
 from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import pair, tap_indices
@@ -36,7 +36,7 @@ class ViTEncoder(nn.Module):
     pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``);
     rope: 2-D rotary positions in every attention, ``dict(kind='axial' | 'mixed', ...)`` (zoo.core.rope.make_rope);
     alibi: 2-D ALiBi bias in every attention, True or ``dict(metric=...)`` (:func:`zoo.core.alibi.make_alibi`);
-    key_bias: False for learned q and v biases only (EVA, timm's RoPE ViTs; :class:`zoo.core.qkv.FusedQKVNoKeyBias`);
+    key_bias: False for learned q and v biases only (EVA, timm's RoPE ViTs; :class:`zoo.core.qkv.QVBiasQKV`);
     patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
     ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
     """
@@ -85,7 +85,7 @@ class ViTEncoder(nn.Module):
         if rope is None and not alibi and (key_bias or not qkv_bias):
             return None
         heads = self.num_heads
-        qkv = FusedQKVNoKeyBias(self.embed_dim) if qkv_bias and not key_bias else None
+        qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
         return Attention(self.embed_dim, heads, qkv_bias=qkv_bias, qkv=qkv, attn_drop=attn_drop, proj_drop=proj_drop,
                          rope=make_rope(rope, self.embed_dim // heads, heads),
                          pos_bias=make_alibi(alibi, heads, len(self.prefix)))

@@ -25,14 +25,16 @@ from .layers import (
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .qkv import ConvQKV, FusedQKV, SeparateQKV
+from .qkv import ConvQKV, FusedQKV, QVBiasQKV, SeparateQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
+from .windows import ShiftedWindowAttention
 
 __all__ = ['ACTIVATIONS', 'Attention', 'AttentionPool', 'Block', 'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath',
            'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp', 'NoWeightDecay',
-           'PatchEmbed', 'PrefixTokens', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'SinCosPosEmbed',
+           'PatchEmbed', 'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
+           'ShiftedWindowAttention', 'SinCosPosEmbed',
            'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear',
            'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed', 'resize_offset_table',
            'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

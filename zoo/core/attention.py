@@ -7,9 +7,13 @@ Backbones differ only in the parts they plug in:
 - ``pos_bias``: an optional module mapping the token grid to an additive (heads, n_q, n_k) bias
   (relative position bias, resized to the grid of the input);
 - ``rope``: an optional module turning q and k by their grid positions (:mod:`zoo.core.rope`);
-- ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention).
+- ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention);
+- ``similarity``: 'dot' (q . k * scale) or 'cosine' (Swin V2: cos(q, k) times a learned per-head
+  ``logit_scale``, kept in log space and clamped at log(100) before exp, as the reference does).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -18,9 +22,10 @@ from torch import nn
 
 from .grid import Grid
 from .qkv import FusedQKV
+from .weight_decay import NoWeightDecay
 
 
-class Attention(nn.Module):
+class Attention(NoWeightDecay, nn.Module):
     """Multi-head scaled dot-product attention with an SDPA path and an explicit path.
 
     ``forward(x, grid=None, mask=None, num_queries=None, return_attn=False)``:
@@ -32,13 +37,20 @@ class Attention(nn.Module):
     ``fused = False`` (:func:`zoo.core.set_fused_attention`) takes the explicit path always.
     """
     fused = True
+    no_weight_decay_names = ('logit_scale',)  # cosine similarity's temperature (as timm), absent otherwise
 
     def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
                  scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
-                 pos_bias: nn.Module | None = None, out_dim: int | None = None, rope: nn.Module | None = None):
+                 pos_bias: nn.Module | None = None, out_dim: int | None = None, rope: nn.Module | None = None,
+                 similarity: str = 'dot'):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"attention width {dim} is not divisible by num_heads={num_heads}")
+        if similarity not in ('dot', 'cosine'):
+            raise ValueError(f"similarity must be 'dot' or 'cosine', got {similarity!r}")
+        self.similarity = similarity
+        if similarity == 'cosine':  # per-head log of the logit scale, 'heads 1 1', initialised at log(10)
+            self.logit_scale = nn.Parameter(torch.full((num_heads, 1, 1), math.log(10.0)))
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.scale = self.head_dim ** -0.5 if scale is None else scale
@@ -56,17 +68,21 @@ class Attention(nn.Module):
         q, k, v = (rearrange(t, 'b n (h d) -> b h n d', h=self.num_heads) for t in (q, k, v))
         if self.rope is not None:
             q, k = self.rope(q, k, grid)
+        scale = self.scale
+        if self.similarity == 'cosine':  # cos(q, k) * exp(min(logit_scale, log 100)), the factor folded into q
+            q = F.normalize(q, dim=-1) * self.logit_scale.clamp(max=math.log(100.0)).exp()
+            k, scale = F.normalize(k, dim=-1), 1.0
         bias = self._bias(mask, grid, q.dtype)
         drop = self.attn_drop if self.training else 0.0
         if return_attn or not self.fused:
-            scores = (q * self.scale) @ k.transpose(-2, -1)  # b h m n
+            scores = (q * scale) @ k.transpose(-2, -1)  # b h m n
             if bias is not None:
                 scores = scores.masked_fill(~bias, float('-inf')) if bias.dtype == torch.bool else scores + bias
             attn = scores.softmax(dim=-1)
             out = F.dropout(attn, drop, self.training) @ v  # b h m d
         else:
             attn = None
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop, scale=self.scale)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop, scale=scale)
         out = rearrange(out, 'b h m d -> b m (h d)')
         out = self.proj_drop(self.proj(out))
         return (out, attn) if return_attn else out

@@ -18,6 +18,8 @@ class Block(Checkpointable):
 
     pre-LN (default):  x = x + attn(norm1(x));  x = x + mlp(norm2(x))
     post-LN:           x = norm1(x + attn(x));  x = norm2(x + mlp(x))
+    residual post-LN:  x = x + norm1(attn(x));  x = x + norm2(mlp(x))   (Swin V2)
+    ``norm_placement`` picks one: 'pre', 'post' or 'res_post' (``post_norm=True`` is 'post').
     ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias). Recomputed in
     backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`).
     """
@@ -25,9 +27,13 @@ class Block(Checkpointable):
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
                  attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
                  attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
-                 post_norm: bool = False):
+                 post_norm: bool = False, norm_placement: str | None = None):
         super().__init__()
-        self.post_norm = post_norm
+        placement = norm_placement or ('post' if post_norm else 'pre')
+        if placement not in ('pre', 'post', 'res_post'):
+            raise ValueError(f"norm_placement must be 'pre', 'post' or 'res_post', got {norm_placement!r}")
+        self.post_norm = placement == 'post'
+        self.res_post_norm = placement == 'res_post'
         self.norm1 = norm_layer(dim)
         self.attn = attn if attn is not None else Attention(
             dim, num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=drop)
@@ -43,13 +49,16 @@ class Block(Checkpointable):
         x, attn = self._attention_residual(x, grid, mask, return_attn)
         if self.post_norm:
             x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
+        elif self.res_post_norm:
+            x = x + self.drop_path2(self.ls2(self.norm2(self.mlp(x))))
         else:
             x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
         return (x, attn) if return_attn else x
 
     def _attention_residual(self, x, grid, mask, return_attn):
         # A function of its own so that the branch output is freed before the MLP runs.
-        out = self.attn(x if self.post_norm else self.norm1(x), grid=grid, mask=mask, return_attn=return_attn)
+        unnormed = self.post_norm or self.res_post_norm
+        out = self.attn(x if unnormed else self.norm1(x), grid=grid, mask=mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
-        x = x + self.drop_path1(self.ls1(out))
+        x = x + self.drop_path1(self.ls1(self.norm1(out) if self.res_post_norm else out))
         return (self.norm1(x) if self.post_norm else x), attn

@@ -6,6 +6,7 @@ q 'b m c', k 'b n c', v 'b n c'.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -75,10 +76,11 @@ class ConvQKV(SeparateQKV):
         return linear(tokens)
 
 
-class FusedQKVNoKeyBias(nn.Linear):
-    """q, k and v from one bias-free Linear with learned ``q_bias`` and ``v_bias`` and no k bias (EVA, BEiT; as
-    timm's ``attn.q_bias``/``attn.v_bias``). Without rotary positions a k bias cannot change the softmax; with
-    them it could, so these models have none."""
+class QVBiasQKV(nn.Linear):
+    """q, k and v from one Linear without bias, then learned ``q_bias`` and ``v_bias`` and no key bias (BEiT, EVA,
+    Swin V2, timm's RoPE ViTs): the fused weight is timm's ``attn.qkv.weight``, the biases its ``attn.q_bias`` /
+    ``attn.v_bias``. Without rotary positions a k bias cannot change the softmax; with them it could, so these
+    models have none."""
 
     def __init__(self, dim: int, in_dim: int | None = None):
         super().__init__(in_dim or dim, 3 * dim, bias=False)
@@ -87,5 +89,5 @@ class FusedQKVNoKeyBias(nn.Linear):
 
     def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
         bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
-        q, k, v = (super().forward(x) + bias).chunk(3, dim=-1)
+        q, k, v = F.linear(x, self.weight, bias).chunk(3, dim=-1)
         return (q if num_queries is None else q[:, :num_queries]), k, v

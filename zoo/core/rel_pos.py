@@ -8,8 +8,10 @@ query at (y, x) and the key at (y', x') it reads an offset table 'heads (2h-1) (
   the grid of each input, with the geometric-progression resampling of BEiT/timm (the offsets near zero
   keep their spacing, the far ones are stretched; linear interpolation, clamped at the edges): a model
   built for 224 and run at 384 computes what timm builds for 384 with its checkpoint filter.
-- :class:`RelPosMlp` computes the table with a small MLP of log-spaced offsets (Swin-V2 style, timm's
-  'cr' mode), so it is exact at every grid.
+- :class:`RelPosMlp` computes the table with a small MLP of log-spaced offsets, so it is exact at every grid:
+  timm's 'cr' mode (``mode='cr'``), or Swin V2's continuous position bias (``mode='swin'``: offsets scaled to
+  +-8 over the window, or over the ``pretrained_window`` the weights were trained with, log2-spaced, and the
+  table squashed to 16 * sigmoid).
 """
 from __future__ import annotations
 
@@ -147,23 +149,52 @@ class RelPosBias(NoWeightDecay, _RelativeBias):
         return f"window={self.window}, num_heads={self.table.shape[0]}"
 
 
-def log_offsets(grid: Grid) -> torch.Tensor:
-    """'(2h-1) (2w-1) 2' offsets (dy, dx) mapped by sign(d) * log(1 + |d|) (timm's 'cr' coordinates)."""
+def offsets(grid: Grid) -> torch.Tensor:
+    """'(2h-1) (2w-1) 2' float offsets (dy, dx), each from -(n-1) to n-1."""
     dy = torch.arange(-(grid[0] - 1), grid[0], dtype=torch.float32)
     dx = torch.arange(-(grid[1] - 1), grid[1], dtype=torch.float32)
-    coords = torch.stack(torch.meshgrid(dy, dx, indexing='ij'), dim=-1)
+    return torch.stack(torch.meshgrid(dy, dx, indexing='ij'), dim=-1)
+
+
+def log_offsets(grid: Grid) -> torch.Tensor:
+    """'(2h-1) (2w-1) 2' offsets (dy, dx) mapped by sign(d) * log(1 + |d|) (timm's 'cr' coordinates)."""
+    coords = offsets(grid)
     return coords.sign() * coords.abs().log1p()
+
+
+def swin_log_offsets(grid: Grid, pretrained_window: Grid | None = None) -> torch.Tensor:
+    """'(2h-1) (2w-1) 2' offsets (dy, dx) of Swin V2: d / (n - 1) * 8 with n the window side (the
+    ``pretrained_window`` side when given), then sign(d) * log2(1 + |d|) / 3."""
+    coords = offsets(grid)
+    span = pretrained_window or grid
+    coords = coords / torch.tensor([max(span[0] - 1, 1), max(span[1] - 1, 1)], dtype=torch.float32) * 8.0
+    return coords.sign() * torch.log2(coords.abs() + 1.0) / 3.0
 
 
 class RelPosMlp(NoWeightDecay, _RelativeBias):
     """Offset table from an MLP (2 -> hidden -> heads, ReLU, dropout after the hidden layer) of log offsets; no
-    weight decay on the MLP (as timm)."""
+    weight decay on the MLP (as timm).
+
+    ``mode='cr'``: timm's 'cr' coordinates (:func:`log_offsets`), output layer with bias. ``mode='swin'``: Swin V2's
+    (:func:`swin_log_offsets`, relative to ``pretrained_window`` when given), output layer without bias, the table
+    mapped to 16 * sigmoid(table).
+    """
     no_weight_decay_names = ('*',)
 
-    def __init__(self, num_heads: int, hidden_dim: int = 512, drop: float = 0.125):
+    def __init__(self, num_heads: int, hidden_dim: int = 512, drop: float = 0.125, mode: str = 'cr',
+                 pretrained_window: Grid | None = None):
         super().__init__()
+        if mode not in ('cr', 'swin'):
+            raise ValueError(f"RelPosMlp mode must be 'cr' or 'swin', got {mode!r}")
+        self.mode = mode
+        self.pretrained_window = tuple(pretrained_window) if pretrained_window else None
         self.mlp = Mlp(2, hidden_dim, out_dim=num_heads, act_layer=nn.ReLU, drop=(drop, 0.0))
+        if mode == 'swin':
+            self.mlp.fc2.register_parameter('bias', None)  # Swin V2's output layer has no bias
 
     def offset_table(self, grid: Grid) -> torch.Tensor:
+        if self.mode == 'swin':
+            coords = swin_log_offsets(grid, self.pretrained_window).to(self.mlp.fc1.weight)
+            return 16.0 * torch.sigmoid(self.mlp(coords).permute(2, 0, 1))
         coords = log_offsets(grid).to(self.mlp.fc1.weight)
         return self.mlp(coords).permute(2, 0, 1)  # '(2h-1) (2w-1) heads -> heads (2h-1) (2w-1)'

@@ -2,7 +2,7 @@
 
 timm builds its rotary-position ViTs in the EVA model, which differs from its plain ViT only in names:
 LayerScale ``gamma_1``/``gamma_2`` (ours ``ls1.gamma``/``ls2.gamma``); EVA attention's ``q_bias``/``v_bias`` beside
-a bias-free fused ``qkv`` (ours inside it: :class:`zoo.core.qkv.FusedQKVNoKeyBias`); and the mixed
+a bias-free fused ``qkv`` (ours inside it: :class:`zoo.core.qkv.QVBiasQKV`); and the mixed
 RoPE frequencies of all blocks in one ``rope.freqs`` '2 depth heads (d/2)' (ours one '2 heads (d/2)' per block,
 ``blocks.i.attn.rope.freqs``).
 """

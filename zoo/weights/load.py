@@ -27,6 +27,7 @@ class LoadReport:
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)     # same key, another shape: left at init (strict=False)
+    fresh: list[str] = field(default_factory=list)          # backbone-only parts a checkpoint lacks, left at init
 
 
 def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list[str]:
@@ -75,7 +76,10 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     for key in report.dropped + report.reinitialized:
         del state[key]
     report.resized = _resize_position_tables(model, state, target)
-    report.missing = [k for k in target if k not in state and k not in report.reinitialized]
+    backbone_only = getattr(model, 'backbone_only', ())  # e.g. a backbone's output norms: no classifier has them
+    report.fresh = [k for k in target if k not in state and backbone_only and k.startswith(backbone_only)]
+    report.missing = [k for k in target if k not in state and k not in report.reinitialized
+                      and k not in report.fresh]
     if not any(k.endswith(ADAPTER_KEYS) for k in state):  # a base checkpoint into a LoRA model: adapters at start
         report.missing = [k for k in report.missing if not k.endswith(ADAPTER_KEYS)]
     report.unexpected = [k for k in state if k not in target]

@@ -7,10 +7,14 @@ official model runs its MLPs with QuickGELU: build with ``act='quick_gelu'`` to 
 
 CrossViT (IBM/CrossViT): timm's layout but ``pos_embed.{i}`` / ``cls_token.{i}`` parameter lists; one converter
 reads both.
+
+Swin V1 / V2 (microsoft/Swin-Transformer, ``layers.N.blocks.M...``, patch merging at the end of a stage): see
+:mod:`zoo.weights.swin`.
 """
 from __future__ import annotations
 
 from .rename import rename_keys
+from .swin import swin_from_official
 from .timm import crossvit_from_timm
 
 _CVT_RULES = [
@@ -26,4 +30,4 @@ def cvt_from_official(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm}
+FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'swin': swin_from_official}

@@ -9,6 +9,7 @@ from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from ..core.pos_embed import square_grid
 from .eva import eva_to_vit, is_eva_layout
 from .rename import rename_keys
+from .swin import swin_from_timm
 
 # timm ViT/DeiT keep prefix tokens and the position table as bare parameters.
 _VIT_RENAMES = {'cls_token': 'prefix.cls', 'dist_token': 'prefix.dist', 'reg_token': 'prefix.registers',
@@ -60,4 +61,5 @@ def crossvit_from_timm(state: dict) -> dict:
     return rename_keys(state, _CROSSVIT_RULES)
 
 
-FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm}
+FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm,
+             'swin': swin_from_timm}

@@ -1,0 +1,227 @@
+"""Swin Transformer V1 (Liu et al. 2021) and V2 (Liu et al. 2022) on the shared core.
+
+Patch partition (4x4 conv) + LayerNorm, then four stages at strides 4, 8, 16, 32; each stage after the first starts
+with patch merging (2x2 neighbours concatenated, Linear to twice the width). Blocks are :class:`zoo.core.Block` with
+:class:`zoo.core.ShiftedWindowAttention` (the core Attention, windows as the batch; every other block shifted):
+
+- V1: pre-norm blocks, scaled dot product, a learned relative position bias per window (:class:`zoo.core.RelPosBias`,
+  resized when the window differs from the one it was built for);
+- V2: residual post-norm blocks (``norm_placement='res_post'``), cosine attention with a learned per-head logit scale
+  (``similarity='cosine'``), the continuous log-spaced position bias (:class:`zoo.core.RelPosMlp`, ``mode='swin'``),
+  q and v biases without a key bias (:class:`zoo.core.QVBiasQKV`), LayerNorm after the merging Linear.
+
+Any input size: the image is zero-padded at the bottom/right to a multiple of the patch size, each block pads its
+map to window multiples and crops back, merging pads odd sides, so map i is ceil(H / 2^(i+2)) x ceil(W / 2^(i+2));
+a window larger than the map shrinks to it (no shift on that side), as timm built for that size does.
+
+Keys are timm's except ``attn.pos_bias.*`` (V1 ``relative_position_bias_table``, V2 ``cpb_mlp``), ``attn.qkv.q_bias``
+/ ``v_bias`` and ``head``; :mod:`zoo.weights.swin` converts timm's and the official (microsoft/Swin-Transformer)
+layouts. Numerically timm's ``SwinTransformer`` / ``SwinTransformerV2`` given the same weights.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from ..contract import Backbone, Taps
+from ..core import Block, FusedQKV, PatchEmbed, QVBiasQKV, RelPosBias, RelPosMlp, ShiftedWindowAttention, init_linear
+from ..registry import register_variant
+from .common import drop_path_rates, pair, tap_indices
+from .inputs import check_images
+
+
+def stage_windows(window, stages: int) -> list[tuple[int, int]]:
+    """One (h, w) window per stage from an int or (h, w) for all stages, or a list with one per stage."""
+    if isinstance(window, int) or (len(window) == 2 and all(isinstance(w, int) for w in window)):
+        return [pair(window)] * stages
+    if len(window) != stages:
+        raise ValueError(f"window must be an int, (h, w), or one per stage ({stages}), got {window!r}")
+    return [pair(w) for w in window]
+
+
+class PatchMerging(nn.Module):
+    """'b h w c -> b ceil(h/2) ceil(w/2) d': each 2x2 neighbourhood concatenated ('(w2 h2 c)', odd sides zero-padded),
+    LayerNorm then a Linear without bias (V1), or the Linear then the LayerNorm (V2, ``norm_after``)."""
+
+    def __init__(self, dim: int, out_dim: int, norm_after: bool = False):
+        super().__init__()
+        self.norm_after = norm_after
+        self.reduction = nn.Linear(4 * dim, out_dim, bias=False)
+        self.norm = nn.LayerNorm(out_dim if norm_after else 4 * dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = x.shape[1:3]
+        if h % 2 or w % 2:
+            x = F.pad(x, (0, 0, 0, w % 2, 0, h % 2))
+        x = rearrange(x, 'b (h h2) (w w2) c -> b h w (w2 h2 c)', h2=2, w2=2)
+        return self.norm(self.reduction(x)) if self.norm_after else self.reduction(self.norm(x))
+
+
+class SwinStage(nn.Module):
+    """'b h w c -> b h' w' d': patch merging (all stages but the first), then ``depth`` window-attention blocks,
+    the odd ones shifted."""
+
+    def __init__(self, in_dim: int, dim: int, depth: int, num_heads: int, window, *, downsample: bool,
+                 v2: bool = False, pretrained_window=None, mlp_ratio: float = 4.0, qkv_bias: bool = True,
+                 proj_drop: float = 0.0, attn_drop: float = 0.0, drop_paths=()):
+        super().__init__()
+        self.downsample = PatchMerging(in_dim, dim, norm_after=v2) if downsample else nn.Identity()
+
+        def attention(shifted: bool) -> ShiftedWindowAttention:
+            if v2:
+                qkv = QVBiasQKV(dim) if qkv_bias else FusedQKV(dim, bias=False)
+                bias = RelPosMlp(num_heads, 512, drop=0.0, mode='swin', pretrained_window=pretrained_window)
+                options = dict(qkv=qkv, similarity='cosine')
+            else:
+                bias, options = RelPosBias(window, num_heads), dict(qkv_bias=qkv_bias)
+            return ShiftedWindowAttention(dim, num_heads, window, shifted, pos_bias=bias, attn_drop=attn_drop,
+                                          proj_drop=proj_drop, **options)
+
+        self.blocks = nn.ModuleList(
+            Block(dim, num_heads, mlp_ratio, attn=attention(j % 2 == 1), norm_layer=nn.LayerNorm, drop=proj_drop,
+                  drop_path=drop_paths[j], norm_placement='res_post' if v2 else 'pre')
+            for j in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.downsample(x)
+        grid = tuple(x.shape[1:3])
+        tokens = rearrange(x, 'b h w c -> b (h w) c')
+        for block in self.blocks:
+            tokens = block(tokens, grid)
+        return rearrange(tokens, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])
+
+
+class SwinEncoder(nn.Module):
+    """Patch embedding and stages; ``forward_stages`` returns each stage's map 'b h w c'.
+
+    ``version`` 1 or 2; ``window``: one window side (or (h, w)) for every stage, or one per stage;
+    ``pretrained_windows``: V2's per-stage window the position MLP was trained with (0: the window itself).
+    """
+    family = 'swin'
+    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
+    classifier_only = ('norm.', 'head.')
+
+    def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 4, in_chans: int = 3,
+                 embed_dim: int = 96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), window=7, version: int = 1,
+                 pretrained_windows=(0, 0, 0, 0), mlp_ratio: float = 4.0, qkv_bias: bool = True,
+                 proj_drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
+        super().__init__()
+        if version not in (1, 2):
+            raise ValueError(f"Swin version must be 1 or 2, got {version!r}")
+        if len(num_heads) != len(depths):
+            raise ValueError(f"num_heads {tuple(num_heads)} needs one entry per stage of depths {tuple(depths)}")
+        stages = len(depths)
+        windows = stage_windows(window, stages)
+        self.patch_size, self.in_chans, self.img_size = patch_size, in_chans, pair(img_size)
+        self.dims = [embed_dim * 2 ** i for i in range(stages)]
+        self.strides = [patch_size * 2 ** i for i in range(stages)]
+        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, norm_layer=nn.LayerNorm)
+        rates = drop_path_rates(drop_path_rate, list(depths))
+        self.layers = nn.ModuleList(
+            SwinStage(self.dims[max(i - 1, 0)], self.dims[i], depths[i], num_heads[i], windows[i], downsample=i > 0,
+                      v2=version == 2, pretrained_window=pair(pretrained_windows[i]) if pretrained_windows[i] else None,
+                      mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, proj_drop=proj_drop_rate, attn_drop=attn_drop_rate,
+                      drop_paths=rates[i])
+            for i in range(stages))
+        self.apply(init_linear)
+        if version == 2:  # residual post-norms start at zero: each block starts as the identity (as timm)
+            for stage in self.layers:
+                for block in stage.blocks:
+                    for norm in (block.norm1, block.norm2):
+                        nn.init.zeros_(norm.weight)
+                        nn.init.zeros_(norm.bias)
+
+    @property
+    def min_input_size(self) -> int:
+        """The smallest input side: one patch (smaller maps are padded, merging rounds up)."""
+        return self.patch_size
+
+    def forward_stages(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """'b c H W' -> the map of each built stage 'b ceil(H/s) ceil(W/s) c_i' (channels last)."""
+        check_images(self, x)
+        p = self.patch_size
+        if x.shape[-2] % p or x.shape[-1] % p:  # bottom/right zero padding to whole patches
+            x = F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p))
+        tokens, grid = self.patch_embed(x)
+        fmap = rearrange(tokens, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])
+        maps = []
+        for stage in self.layers:
+            fmap = stage(fmap)
+            maps.append(fmap)
+        return maps
+
+
+class SwinClassifier(SwinEncoder):
+    """LayerNorm on the last map, average pool, dropout, Linear."""
+
+    def __init__(self, num_classes: int = 1000, drop_rate: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.num_classes = num_classes
+        self.norm = nn.LayerNorm(self.dims[-1])
+        self.head_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
+        self.head = nn.Linear(self.dims[-1], num_classes) if num_classes else nn.Identity()
+        init_linear(self.head)
+
+    def forward_features(self, x: torch.Tensor) -> torch.Tensor:
+        """'b c H W -> b d' pooled features before the classifier."""
+        return self.norm(self.forward_stages(x)[-1]).mean((1, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.head_drop(self.forward_features(x)))
+
+
+class SwinBackbone(SwinEncoder, Backbone):
+    """Swin as a dense backbone (:mod:`zoo.contract`): the stage maps in ``out_indices`` (default all four, strides
+    4, 8, 16, 32), each through a LayerNorm of its own (``out_norms``, as mmseg; not in classifier checkpoints, so left
+    at their initialisation when one loads). No prefix tokens. Stages after the last tap are dropped."""
+    prefix_names: list[str] = []
+    # Parameters a classifier checkpoint does not have: left at their initialisation when one loads.
+    backbone_only = ('out_norms.',)
+
+    def __init__(self, out_indices=None, out_norms: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        taps = tap_indices(out_indices, (0, 1, 2, 3), len(self.layers), 'stage')
+        del self.layers[max(taps) + 1:]
+        self.out_indices = taps
+        self.out_channels = [self.dims[i] for i in taps]
+        self.out_strides = [self.strides[i] for i in taps]
+        self.input_multiple = self.strides[len(self.layers) - 1]
+        self.out_norms = nn.ModuleList(nn.LayerNorm(self.dims[i]) for i in taps) if out_norms else None
+
+    def forward_taps(self, x: torch.Tensor) -> Taps:
+        maps = self.forward_stages(x)
+        taps = [maps[i] for i in self.out_indices]
+        if self.out_norms is not None:
+            taps = [norm(m) for norm, m in zip(self.out_norms, taps)]
+        return Taps([m.permute(0, 3, 1, 2) for m in taps], None)  # 'b h w c -> b c h w' (channels-last strides)
+
+
+SWIN = {'backbone': SwinBackbone, 'classifier': SwinClassifier}
+TINY = dict(embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24))
+SMALL = dict(embed_dim=96, depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24))
+BASE = dict(embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
+LARGE = dict(embed_dim=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))
+SWIN_VARIANTS = {  # name: (input size, options), timm's names
+    'swin_tiny_patch4_window7_224': (224, dict(TINY, window=7)),
+    'swin_small_patch4_window7_224': (224, dict(SMALL, window=7)),
+    'swin_base_patch4_window7_224': (224, dict(BASE, window=7)),
+    'swin_base_patch4_window12_384': (384, dict(BASE, window=12)),
+    'swin_large_patch4_window7_224': (224, dict(LARGE, window=7)),
+    'swin_large_patch4_window12_384': (384, dict(LARGE, window=12)),
+    'swinv2_tiny_window8_256': (256, dict(TINY, window=8)),
+    'swinv2_tiny_window16_256': (256, dict(TINY, window=16)),
+    'swinv2_small_window8_256': (256, dict(SMALL, window=8)),
+    'swinv2_small_window16_256': (256, dict(SMALL, window=16)),
+    'swinv2_base_window8_256': (256, dict(BASE, window=8)),
+    'swinv2_base_window16_256': (256, dict(BASE, window=16)),
+    'swinv2_base_window12_192': (192, dict(BASE, window=12)),
+    'swinv2_base_window12to16_192to256': (256, dict(BASE, window=16, pretrained_windows=(12, 12, 12, 6))),
+    'swinv2_base_window12to24_192to384': (384, dict(BASE, window=24, pretrained_windows=(12, 12, 12, 6))),
+    'swinv2_large_window12_192': (192, dict(LARGE, window=12)),
+    'swinv2_large_window12to16_192to256': (256, dict(LARGE, window=16, pretrained_windows=(12, 12, 12, 6))),
+    'swinv2_large_window12to24_192to384': (384, dict(LARGE, window=24, pretrained_windows=(12, 12, 12, 6))),
+}
+for _name, (_size, _kwargs) in SWIN_VARIANTS.items():
+    register_variant(_name, SWIN, input_size=_size, version=2 if _name.startswith('swinv2') else 1, **_kwargs)

@@ -1,0 +1,144 @@
+"""Shifted-window attention (Swin): the core :class:`Attention` on non-overlapping windows, the windows being a
+batch dimension; the shift's region mask goes through Attention's ``mask`` and the relative position bias through
+its ``pos_bias`` hook, evaluated on the window grid.
+
+For tokens 'b (h w) c' on the map grid (h, w), as the reference (timm) does it:
+
+1. the window (wh, ww) is the built one, shrunk on each side to the map where the map is no larger than the window;
+   on such a side there is no shift (:func:`fit_window`);
+2. cyclic shift of the map by -shift (``torch.roll``), then zero padding at the bottom and right to window multiples;
+3. 'b (nh wh) (nw ww) c -> (b nh nw) (wh ww) c', attention within each window, with an additive mask of -100
+   between tokens of different shift regions (the reference's value, not -inf: trained weights saw it);
+4. windows merged back, the padding cropped, the shift undone.
+
+mmseg pads before rolling instead; on maps that are window multiples the two agree.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+from .attention import Attention
+from .grid import Grid
+from .rel_pos import cached_tensors
+
+MASKED = -100.0  # the reference's additive mask between shift regions
+
+
+def fit_window(grid: Grid, window: Grid, shift: Grid) -> tuple[Grid, Grid]:
+    """(window, shift) used on a map of ``grid``: on a side where the map is no larger than the window, the window
+    is the map's side and that side is not shifted."""
+    fitted = tuple(min(int(g), w) for g, w in zip(grid, window))
+    shifts = tuple(0 if g <= w else s for g, w, s in zip(grid, window, shift))
+    return fitted, shifts
+
+
+def _regions(size: int, window: int, shift: int) -> torch.Tensor:
+    """Region label (0, 1, 2) of each row of a padded side: [0, n-window), [n-window, n-shift), [n-shift, n);
+    one region when the side is not shifted."""
+    index = torch.arange(size)
+    if not shift:
+        return torch.zeros(size, dtype=torch.long)
+    return (index >= size - window).long() + (index >= size - shift).long()
+
+
+@cached_tensors(maxsize=32)
+def shift_mask(padded: Grid, window: Grid, shift: Grid) -> torch.Tensor:
+    """Additive mask '(nh nw) (wh ww) (wh ww)': 0 within a shift region, :data:`MASKED` across regions."""
+    rows = _regions(padded[0], window[0], shift[0])
+    cols = _regions(padded[1], window[1], shift[1])
+    labels = rows[:, None] * 3 + cols[None, :]  # 'hp wp'
+    labels = rearrange(labels, '(nh wh) (nw ww) -> (nh nw) (wh ww)', wh=window[0], ww=window[1])
+    return (labels[:, :, None] != labels[:, None, :]).float() * MASKED
+
+
+@cached_tensors(maxsize=16)
+def batch_shift_mask(padded: Grid, window: Grid, shift: Grid, batch: int, device: torch.device,
+                     dtype: torch.dtype) -> torch.Tensor:
+    """:func:`shift_mask` for a batch of images, '(b nh nw) 1 n n' (every shifted block of a stage shares it)."""
+    mask = shift_mask(padded, window, shift).to(device=device, dtype=dtype)
+    return mask[None, :, None].expand(batch, -1, -1, -1, -1).flatten(0, 1)
+
+
+@cached_tensors(maxsize=64)
+def window_order(grid: Grid, window: Grid, shift: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token gathers that do 1. to 3. and 4. at once (one copy each way instead of roll, pad, permute, ...).
+
+    ``to_windows`` '(nh nw wh ww)': for each window token, its raster index 'h w' in the map, or h*w (a zero token
+    appended to the map) for padding; ``from_windows`` '(h w)': for each map token, its index in the windows.
+    """
+    (h, w), padded = grid, tuple(-(-g // n) * n for g, n in zip(grid, window))
+    rows, cols = torch.arange(padded[0])[:, None], torch.arange(padded[1])[None, :]
+    source = ((rows + shift[0]) % h) * w + (cols + shift[1]) % w  # roll by -shift: position r holds r + shift
+    source = source.masked_fill((rows >= h) | (cols >= w), h * w)
+    order = '(nh wh) (nw ww) -> (nh nw wh ww)'
+    to_windows = rearrange(source, order, wh=window[0], ww=window[1])
+    slot = torch.empty(padded[0] * padded[1], dtype=torch.long)
+    slot[rearrange(torch.arange(padded[0] * padded[1]).view(padded), order, wh=window[0], ww=window[1])] = \
+        torch.arange(padded[0] * padded[1])  # slot[p]: the window index of padded position p (raster)
+    ys, xs = torch.arange(h)[:, None], torch.arange(w)[None, :]
+    from_windows = slot[((ys - shift[0]) % h) * padded[1] + (xs - shift[1]) % w].flatten()
+    return to_windows, from_windows
+
+
+@cached_tensors(maxsize=64)
+def batched(index: torch.Tensor, batch: int, stride: int, device: torch.device) -> torch.Tensor:
+    """'(b i)' indices into 'b' stacked blocks of ``stride`` rows: index + k * stride for block k."""
+    return (index[None] + torch.arange(batch)[:, None] * stride).flatten().to(device)
+
+
+class ShiftedWindowAttention(Attention):
+    """:class:`Attention` within (shifted) windows of the token map; takes every Attention option.
+
+    ``window`` (wh, ww) is the build window, ``shifted`` moves the windows by half a window (every other Swin block).
+    ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c'; with ``return_attn`` also the weights
+    between the map's tokens 'b heads (h w) (h w)', zero between tokens of different windows (as
+    :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid; no other
+    mask is taken.
+    """
+
+    def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, **kwargs):
+        super().__init__(dim, num_heads, **kwargs)
+        self.window = (int(window[0]), int(window[1]))
+        self.shift = (self.window[0] // 2, self.window[1] // 2) if shifted else (0, 0)
+
+    def forward(self, x: torch.Tensor, grid: Grid | None = None, mask=None, num_queries=None,
+                return_attn: bool = False):
+        if grid is None:
+            raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
+        if mask is not None or num_queries is not None:
+            raise ValueError("ShiftedWindowAttention makes its own mask and takes no mask or num_queries")
+        (h, w), (b, n, c) = grid, x.shape
+        window, shift = fit_window(grid, self.window, self.shift)
+        padded = (-(-h // window[0]) * window[0], -(-w // window[1]) * window[1])
+        to_windows, from_windows = window_order((h, w), window, shift)
+        tokens = x.reshape(b * n, c)
+        if padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c'
+            tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1
+        # 'b (h w) c -> (b nh nw) (wh ww) c' (rolled, padded) by one gather
+        windows = tokens.index_select(0, batched(to_windows, b, n, x.device))
+        windows = windows.view(-1, window[0] * window[1], c)
+        region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if any(shift) else None
+        out = super().forward(windows, grid=window, mask=region_mask, return_attn=return_attn)
+        out, attn = out if return_attn else (out, None)
+        # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
+        out = out.reshape(-1, c).index_select(0, batched(from_windows, b, padded[0] * padded[1], x.device))
+        out = out.view(b, h * w, c)
+        return (out, self._map_weights(attn, from_windows, b)) if return_attn else out
+
+    @staticmethod
+    def _map_weights(attn: torch.Tensor, from_windows: torch.Tensor, b: int) -> torch.Tensor:
+        """'(b nW) heads n n' window weights -> 'b heads (h w) (h w)' over the map (padding keys left out)."""
+        n = attn.shape[-1]
+        slot = from_windows.to(attn.device)
+        window, pos = slot // n, slot % n  # each map token's window and place in it
+        queries, keys = (window[:, None] == window[None, :]).nonzero(as_tuple=True)
+        attn = attn.view(b, -1, *attn.shape[1:])  # 'b nW heads n n'
+        full = attn.new_zeros(b, attn.shape[2], len(slot), len(slot))
+        # indices split by a slice: the indexed dimension comes first, 'L b heads'
+        full[:, :, queries, keys] = attn[:, window[queries], :, pos[queries], pos[keys]].permute(1, 2, 0)
+        return full
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, shift={self.shift}"
