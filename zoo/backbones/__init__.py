@@ -9,3 +9,9 @@ from .vit import ViTBackbone, ViTClassifier, ViTEncoder
 __all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBackbone', 'CrossViTClassifier',
            'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier',
            'ViTBackbone', 'ViTClassifier', 'ViTEncoder']
+
+from . import levit, pit  # noqa: F401  (registration: LeViT, PiT)
+from .levit import LeViTBackbone, LeViTClassifier, LeViTEncoder
+from .pit import PiTBackbone, PiTClassifier, PiTEncoder
+
+__all__ += ['LeViTBackbone', 'LeViTClassifier', 'LeViTEncoder', 'PiTBackbone', 'PiTClassifier', 'PiTEncoder']

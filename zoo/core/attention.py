@@ -6,7 +6,10 @@ Backbones differ only in the parts they plug in:
 - ``scale``: the softmax scale, ``head_dim ** -0.5`` unless given (CvT uses ``dim ** -0.5``);
 - ``pos_bias``: an optional module mapping the token grid to an additive (heads, n_q, n_k) bias
   (relative position bias, resized to the grid of the input);
-- ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention).
+- ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention);
+- ``head_dim``: the per-head query/key width when it is not ``dim // num_heads`` (LeViT: its q/k/v projection
+  gives keys narrower than values, and more heads than divide the width);
+- ``proj``: the output projection, a Linear unless given (LeViT: hard-swish, then a BN'd Linear).
 """
 from __future__ import annotations
 
@@ -34,17 +37,18 @@ class Attention(nn.Module):
 
     def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
                  scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
-                 pos_bias: nn.Module | None = None, out_dim: int | None = None):
+                 pos_bias: nn.Module | None = None, out_dim: int | None = None, head_dim: int | None = None,
+                 proj: nn.Module | None = None):
         super().__init__()
-        if dim % num_heads:
+        if head_dim is None and dim % num_heads:
             raise ValueError(f"attention width {dim} is not divisible by num_heads={num_heads}")
         self.num_heads = num_heads
-        self.head_dim = dim // num_heads
+        self.head_dim = dim // num_heads if head_dim is None else head_dim
         self.scale = self.head_dim ** -0.5 if scale is None else scale
         self.qkv = FusedQKV(dim, bias=qkv_bias) if qkv is None else qkv
         self.pos_bias = pos_bias
         self.attn_drop = attn_drop
-        self.proj = nn.Linear(dim, out_dim or dim)
+        self.proj = nn.Linear(dim, out_dim or dim) if proj is None else proj
         self.proj_drop = nn.Dropout(proj_drop) if proj_drop else nn.Identity()
 
     def forward(self, x: torch.Tensor, grid: Grid | None = None, mask: torch.Tensor | None = None,
