@@ -101,8 +101,8 @@ def test_eval_gathers_each_bias_once_per_grid_and_folds_the_bns():
         layer.norm.running_var.uniform_(0.5, 1.5)
         tokens = torch.randn(2, 5, layer.linear.in_features)
         folded = layer(tokens)
-        written_out = (layer.linear(tokens) - layer.norm.running_mean) / (layer.norm.running_var + layer.norm.eps
-                                                                           ).sqrt() * layer.norm.weight + layer.norm.bias
+        bn = layer.norm
+        written_out = (layer.linear(tokens) - bn.running_mean) / (bn.running_var + bn.eps).sqrt() * bn.weight + bn.bias
     torch.testing.assert_close(folded, written_out, atol=1e-5, rtol=1e-5)
 
 
@@ -121,3 +121,23 @@ def test_size_and_cost_equal_timm_and_the_paper(name, params, gmacs):
 @pytest.mark.parametrize('name', ['levit_128', 'levit_192', 'levit_384'])
 def test_parameter_count_equals_timm(name):
     assert count_params(zoo.create_classifier(name)) == count_params(timm.create_model(name))
+
+
+def test_dpt_configs_differ_from_vit_only_in_the_backbone_for_the_compare_tool():
+    from mmengine.config import Config
+
+    from heads.benchmark.compare import check_only_backbones_differ
+    root = 'configs/'
+    configs = {name: Config.fromfile(root + name) for name in
+               ('dpt_vitb_ade20k.py', 'dpt_pits_ade20k.py', 'dpt_levit256_ade20k.py')}
+    check_only_backbones_differ(configs)  # raises naming any other differing key
+    assert [c.model.backbone.name for c in configs.values()] == ['vit_base_patch16_224', 'pit_s_224', 'levit_256']
+
+
+def test_detection_pyramid_takes_the_levit_levels():
+    from heads.detection import PyramidBackbone
+    backbone = PyramidBackbone('levit_256', out_channels=32, depths=(1, 1, 1)).eval()
+    assert backbone.out_strides == [16, 32, 64, 128]  # stages 16/32/64 and the pooled level
+    with torch.no_grad():
+        maps = backbone(torch.randn(1, 3, 256, 384))
+    assert [tuple(m.shape) for m in maps] == [(1, 32, 256 // s, 384 // s) for s in (16, 32, 64, 128)]

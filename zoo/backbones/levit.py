@@ -201,13 +201,14 @@ class LeViTClassifier(LeViTEncoder):
 
 
 class LeViTBackbone(LeViTEncoder, Backbone):
-    """LeViT as a dense backbone (:mod:`zoo.contract`): the maps of the stages in ``out_indices`` (default (0, 1, 2))
-    at strides 16, 32, 64 (exact for sides that are multiples of 64: each stride-2 step takes ceil(h / 2)). No
-    prefix tokens. Stages after the last tap are dropped."""
+    """LeViT as a dense backbone (:mod:`zoo.contract`): the maps of the stages in ``out_indices`` at strides 16, 32,
+    64 (exact for sides that are multiples of 64: each stride-2 step takes ceil(h / 2)). The default (0, 0, 1, 2)
+    gives every stage and the first twice: the four levels a DPT neck resamples to strides 4/8/16/32 (x4, x2, x2,
+    x2). No prefix tokens. Stages after the last tap are dropped."""
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, tuple(range(len(self.stages))), len(self.stages), 'stage')
+        taps = tap_indices(out_indices, (0, 0, 1, 2), len(self.stages), 'stage')
         del self.stages[max(taps) + 1:]
         self.out_indices = taps
         self.out_channels = [self.dims[i] for i in taps]

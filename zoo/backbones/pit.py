@@ -149,9 +149,10 @@ def to_stride_grid(fmap: torch.Tensor) -> torch.Tensor:
 
 
 class PiTBackbone(PiTEncoder, Backbone):
-    """PiT as a dense backbone (:mod:`zoo.contract`): the maps of the stages in ``out_indices`` (default (0, 1, 2)),
-    at strides ``stride * 2**i`` (8/16/32 for patch 16; 7/14/28 for pit_b's patch 14), with each stage's prefix
-    tokens 'b p d' for a DPT readout.
+    """PiT as a dense backbone (:mod:`zoo.contract`): the maps of the stages in ``out_indices``, at strides
+    ``stride * 2**i`` (8/16/32 for patch 16; 7/14/28 for pit_b's patch 14), with each stage's prefix tokens 'b p d'
+    for a DPT readout. The default (0, 0, 1, 2) gives every stage and the first twice: the four levels a DPT neck
+    resamples to strides 4/8/16/32 (x2, x1, x1, x1).
 
     The patch embedding (patch 2s, stride s, no padding) gives a first map one row and column short of H/s x W/s
     (27x27 at 224); it is moved onto the stride grid by :func:`to_stride_grid` so that ``out_strides`` holds. The
@@ -164,7 +165,7 @@ class PiTBackbone(PiTEncoder, Backbone):
         if self.patch_size != 2 * self.stride:
             raise ValueError(f"the PiT backbone's strides hold for patch_size == 2 * stride (timm's models), got "
                              f"patch_size {self.patch_size} and stride {self.stride}")
-        taps = tap_indices(out_indices, tuple(range(len(self.stages))), len(self.stages), 'stage')
+        taps = tap_indices(out_indices, (0, 0, 1, 2), len(self.stages), 'stage')
         del self.stages[max(taps) + 1:]
         self.out_indices = taps
         self.out_channels = [self.dims[i] for i in taps]
