@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -38,6 +39,7 @@ from ..core import (
     LinearBN,
     SplitQKV,
     StridedQueryQKV,
+    grad_free,
 )
 from ..registry import register_variant
 from .common import pair, tap_indices
@@ -59,9 +61,24 @@ def stem16(in_chans: int, dim: int, act_layer) -> nn.Sequential:
                            for i in range(4)))
 
 
+class _InplaceHardswish(nn.Hardswish):
+    """nn.Hardswish, computed in place on an intermediate autograd will not need (inference)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return hard_swish(self, x)
+
+
+def hard_swish(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``act(x)``, in place for a hard-swish of a grad-free intermediate (no map-sized allocation)."""
+    if isinstance(act, nn.Hardswish) and grad_free(x):
+        return F.hardswish(x, inplace=True)
+    return act(x)
+
+
 def output_projection(in_dim: int, out_dim: int, act_layer, bn_weight_init: float) -> nn.Sequential:
     """Activation, then a BN'd Linear (keys ``act``, ``ln``)."""
-    return nn.Sequential(OrderedDict([('act', act_layer()), ('ln', LinearBN(in_dim, out_dim, bn_weight_init))]))
+    act = _InplaceHardswish() if act_layer is nn.Hardswish else act_layer()
+    return nn.Sequential(OrderedDict([('act', act), ('ln', LinearBN(in_dim, out_dim, bn_weight_init))]))
 
 
 def levit_attention(dim: int, key_dim: int, num_heads: int, attn_ratio: float, grid, act_layer,
@@ -72,8 +89,12 @@ def levit_attention(dim: int, key_dim: int, num_heads: int, attn_ratio: float, g
         qkv = SplitQKV(LinearBN(dim, 2 * kq + v), (kq, kq, v))
     else:
         qkv = StridedQueryQKV(LinearBN(dim, kq), LinearBN(dim, kq + v), (kq, v), stride=stride)
-    return Attention(dim, num_heads, qkv=qkv, head_dim=key_dim, pos_bias=AbsOffsetBias(grid, num_heads, stride),
+    attn = Attention(dim, num_heads, qkv=qkv, head_dim=key_dim, pos_bias=AbsOffsetBias(grid, num_heads, stride),
                      proj=output_projection(v, out_dim or dim, act_layer, 0.0 if stride == 1 else 1.0))
+    # Values wider than keys: SDPA's fused CPU kernels do not take them and its math fallback is slower than the
+    # explicit path (set_fused_attention(model, True) still selects SDPA).
+    attn.fused = False
+    return attn
 
 
 class LeViTMlp(nn.Module):
@@ -86,7 +107,7 @@ class LeViTMlp(nn.Module):
         self.ln2 = LinearBN(hidden_dim, dim, bn_weight_init=0.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ln2(self.act(self.ln1(x)))
+        return self.ln2(hard_swish(self.act, self.ln1(x)))
 
 
 class LeViTBlock(Checkpointable):
@@ -172,7 +193,7 @@ class LeViTEncoder(nn.Module):
         check_images(self, x)
         fmap = self.stem(x)
         grid = tuple(fmap.shape[-2:])
-        x = rearrange(fmap, 'b d h w -> b (h w) d')
+        x = rearrange(fmap, 'b d h w -> b (h w) d').contiguous()  # dense tokens: every Linear one matmul
         outputs = []
         for stage in self.stages:
             x, grid = stage(x, grid)
