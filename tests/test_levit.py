@@ -75,7 +75,8 @@ def test_other_size_equals_timm_built_for_it_with_resized_tables(tmp_path):
 
 
 def test_non_square_backbone_runs_at_the_contract_strides():
-    backbone = zoo.create_backbone('levit_128s').eval()
+    assert zoo.create_backbone('levit_128s').out_strides == [16, 16, 32, 64]  # default: DPT's four levels
+    backbone = zoo.create_backbone('levit_128s', out_indices=(0, 1, 2)).eval()
     assert backbone.out_strides == [16, 32, 64] and backbone.input_multiple == 64
     with torch.no_grad():
         maps = backbone(torch.randn(1, 3, 192, 320))

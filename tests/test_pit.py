@@ -41,7 +41,7 @@ def test_other_non_square_size_equals_timm_built_for_it(tmp_path):
     ref = timm_reference('pit_ti_distilled_224')
     path = save_safetensors(ref, tmp_path / 'w.safetensors')
     ours = zoo.create_classifier('pit_ti_distilled_224', pretrained=path).eval()
-    backbone = zoo.create_backbone('pit_ti_distilled_224', pretrained=path).eval()
+    backbone = zoo.create_backbone('pit_ti_distilled_224', pretrained=path, out_indices=(0, 1, 2)).eval()
     ref_other = _timm_for_size('pit_ti_distilled_224', ref.state_dict(), (160, 256))
     assert ref_other.patch_embed.grid_size == (19, 31)
     x = torch.randn(1, 3, 160, 256)
@@ -72,7 +72,7 @@ def test_first_map_is_interpolated_onto_the_cell_centres():
 
 def test_backbone_strides_for_pit_b_geometry():
     """pit_b: patch 14, stride 7 -> maps at strides 7/14/28, exact for multiples of 28."""
-    backbone = zoo.create_backbone('pit_b_224', depths=(1, 1, 1)).eval()
+    backbone = zoo.create_backbone('pit_b_224', depths=(1, 1, 1), out_indices=(0, 1, 2)).eval()
     assert backbone.out_strides == [7, 14, 28] and backbone.input_multiple == 28
     with torch.no_grad():
         maps = backbone(torch.randn(1, 3, 56, 84))

@@ -70,8 +70,8 @@ class _InplaceHardswish(nn.Hardswish):
 
 def hard_swish(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """``act(x)``, in place for a hard-swish of a grad-free intermediate (no map-sized allocation)."""
-    if isinstance(act, nn.Hardswish) and grad_free(x):
-        return F.hardswish(x, inplace=True)
+    if isinstance(act, nn.Hardswish):
+        return F.hardswish(x, inplace=grad_free(x))
     return act(x)
 
 
