@@ -8,7 +8,8 @@ In eval (running statistics in use) each runs as a single ``F.linear`` whose wei
 with bn(y) = y * s + t, s = gamma / sqrt(var + eps), t = beta - mean * s:
   LinearBN:  W' = s[:, None] * W,  b' = t;
   BNLinear:  W' = W * s[None, :],  b' = W @ t + b.
-Same values, one pass over the tokens fewer. Keys ``linear`` and ``norm`` (as :class:`zoo.core.ConvBN`'s
+Same values, one pass over the tokens fewer; in inference the folded pair is kept until a weight or statistic
+changes. Keys ``linear`` and ``norm`` (as :class:`zoo.core.ConvBN`'s
 ``conv`` and ``norm``).
 """
 from __future__ import annotations
@@ -33,7 +34,30 @@ def _uses_batch_stats(bn: nn.BatchNorm1d) -> bool:
     return bn.training or bn.running_var is None
 
 
-class LinearBN(nn.Module):
+class _FoldCache(nn.Module):
+    """Keeps the folded (weight, bias) between inference calls, until a parameter or statistic changes; with
+    autograd recording (or in training) nothing is kept."""
+
+    def __init__(self):
+        super().__init__()
+        self._folded: tuple | None = None
+
+    def folded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def cached_folded(self) -> tuple[torch.Tensor, torch.Tensor]:
+        tensors = list(self.parameters()) + [b for b in self.buffers() if b.is_floating_point()]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            self._folded = None
+            return self.folded()
+        key = tuple((t.device, t.dtype, t._version, t.data_ptr()) for t in tensors) + \
+            (torch.is_inference_mode_enabled(),)
+        if self._folded is None or self._folded[0] != key:
+            self._folded = (key, self.folded())
+        return self._folded[1]
+
+
+class LinearBN(_FoldCache):
     """'b ... c -> b ... d': Linear without bias, then BatchNorm1d over every token of the batch.
 
     ``bn_weight_init`` sets the BN's initial gamma (0 makes a residual branch start as the identity, as LeViT's
@@ -59,11 +83,11 @@ class LinearBN(nn.Module):
         if _uses_batch_stats(self.norm):
             y = self.linear(x)
             return self.norm(y.flatten(0, -2)).view_as(y)  # statistics over all tokens: '(b n) d'
-        weight, bias = self.folded()
+        weight, bias = self.cached_folded()
         return F.linear(x, weight.to(x.dtype), bias.to(x.dtype))
 
 
-class BNLinear(nn.Module):
+class BNLinear(_FoldCache):
     """'b c -> b d': BatchNorm1d, optional dropout, then Linear (with bias)."""
 
     def __init__(self, in_dim: int, out_dim: int, drop: float = 0.0):
@@ -82,5 +106,5 @@ class BNLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _uses_batch_stats(self.norm) or self.training:
             return self.linear(self.drop(self.norm(x)))
-        weight, bias = self.folded()
+        weight, bias = self.cached_folded()
         return F.linear(x, weight.to(x.dtype), bias.to(x.dtype))
