@@ -21,10 +21,7 @@ load timm's 1x1-conv form) given the same weights. Keys: ``stem.{0..3}.{conv,nor
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -39,7 +36,7 @@ from ..core import (
     LinearBN,
     SplitQKV,
     StridedQueryQKV,
-    grad_free,
+    activate,
 )
 from ..registry import register_variant
 from .common import pair, tap_indices
@@ -61,24 +58,16 @@ def stem16(in_chans: int, dim: int, act_layer) -> nn.Sequential:
                            for i in range(4)))
 
 
-class _InplaceHardswish(nn.Hardswish):
-    """nn.Hardswish, computed in place on an intermediate autograd will not need (inference)."""
+class OutputProjection(nn.Module):
+    """'b m v -> b m d': activation, then a BN'd Linear (keys ``act``, ``ln``)."""
+
+    def __init__(self, in_dim: int, out_dim: int, act_layer, bn_weight_init: float):
+        super().__init__()
+        self.act = act_layer()
+        self.ln = LinearBN(in_dim, out_dim, bn_weight_init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return hard_swish(self, x)
-
-
-def hard_swish(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``act(x)``, in place for a hard-swish of a grad-free intermediate (no map-sized allocation)."""
-    if isinstance(act, nn.Hardswish):
-        return F.hardswish(x, inplace=grad_free(x))
-    return act(x)
-
-
-def output_projection(in_dim: int, out_dim: int, act_layer, bn_weight_init: float) -> nn.Sequential:
-    """Activation, then a BN'd Linear (keys ``act``, ``ln``)."""
-    act = _InplaceHardswish() if act_layer is nn.Hardswish else act_layer()
-    return nn.Sequential(OrderedDict([('act', act), ('ln', LinearBN(in_dim, out_dim, bn_weight_init))]))
+        return self.ln(activate(self.act, x))
 
 
 def levit_attention(dim: int, key_dim: int, num_heads: int, attn_ratio: float, grid, act_layer,
@@ -90,7 +79,7 @@ def levit_attention(dim: int, key_dim: int, num_heads: int, attn_ratio: float, g
     else:
         qkv = StridedQueryQKV(LinearBN(dim, kq), LinearBN(dim, kq + v), (kq, v), stride=stride)
     attn = Attention(dim, num_heads, qkv=qkv, head_dim=key_dim, pos_bias=AbsOffsetBias(grid, num_heads, stride),
-                     proj=output_projection(v, out_dim or dim, act_layer, 0.0 if stride == 1 else 1.0))
+                     proj=OutputProjection(v, out_dim or dim, act_layer, 0.0 if stride == 1 else 1.0))
     # Values wider than keys: SDPA's fused CPU kernels do not take them and its math fallback is slower than the
     # explicit path (set_fused_attention(model, True) still selects SDPA).
     attn.fused = False
@@ -107,7 +96,7 @@ class LeViTMlp(nn.Module):
         self.ln2 = LinearBN(hidden_dim, dim, bn_weight_init=0.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ln2(hard_swish(self.act, self.ln1(x)))
+        return self.ln2(activate(self.act, self.ln1(x)))
 
 
 class LeViTBlock(Checkpointable):
