@@ -30,6 +30,10 @@ def test_ade20k_and_camvid_experiments_differ_only_in_the_dataset_part():
      {'in_channels': [96, 192, 384, 768], 'in_strides': [4, 8, 16, 32], 'prefix_names': []}),
     ('dpt_crossvits_ade20k.py', 'crossvit_small_240', dict(depths=((1, 1, 0),) * 3),
      {'in_channels': [576] * 4, 'in_strides': [16] * 4, 'prefix_names': ['cls']}),
+    ('dpt_pits_ade20k.py', 'pit_s_224', dict(depths=(1, 1, 1)),
+     {'in_channels': [144, 144, 288, 576], 'in_strides': [8, 8, 16, 32], 'prefix_names': ['cls']}),
+    ('dpt_levit256_ade20k.py', 'levit_256', dict(depths=(1, 1, 1)),
+     {'in_channels': [256, 256, 384, 512], 'in_strides': [16, 16, 32, 64], 'prefix_names': []}),
 ])
 def test_backbone_experiments_differ_from_vit_only_in_the_backbone(config, name, small, description):
     import heads

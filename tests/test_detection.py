@@ -31,14 +31,16 @@ from .reference import shared_data
 
 TINY = {'vit_tiny_patch16_224': dict(depth=2), 'deit_tiny_distilled_patch16_224': dict(depth=2),
         'cvt_13_224': dict(depths=(1, 1, 1)), 'coatnet_0_224': dict(depths=(1, 1, 1, 1)),
-        'swin_tiny_patch4_window7_224': dict(depths=(1, 2, 1, 1))}
+        'swin_tiny_patch4_window7_224': dict(depths=(1, 2, 1, 1)),
+        'pit_s_224': dict(depths=(1, 1, 1))}
 
 
 @pytest.mark.parametrize('name, strides', [('vit_tiny_patch16_224', [4, 8, 16, 32, 64]),
                                            ('deit_tiny_distilled_patch16_224', [4, 8, 16, 32, 64]),
                                            ('cvt_13_224', [4, 8, 16, 32]),
                                            ('coatnet_0_224', [4, 8, 16, 32, 64]),
-                                           ('swin_tiny_patch4_window7_224', [4, 8, 16, 32, 64])])
+                                           ('swin_tiny_patch4_window7_224', [4, 8, 16, 32, 64]),
+                                           ('pit_s_224', [8, 16, 32, 64])])
 def test_pyramid_levels_have_their_strides_and_width(name, strides):
     torch.manual_seed(0)
     backbone = PyramidBackbone(name, out_channels=32, **TINY[name]).eval()

@@ -11,3 +11,9 @@ __all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBa
            'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier',
            'SwinBackbone', 'SwinClassifier', 'SwinEncoder',
            'ViTBackbone', 'ViTClassifier', 'ViTEncoder']
+
+from . import levit, pit  # noqa: F401  (registration: LeViT, PiT)
+from .levit import LeViTBackbone, LeViTClassifier, LeViTEncoder
+from .pit import PiTBackbone, PiTClassifier, PiTEncoder
+
+__all__ += ['LeViTBackbone', 'LeViTClassifier', 'LeViTEncoder', 'PiTBackbone', 'PiTClassifier', 'PiTEncoder']

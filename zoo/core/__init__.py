@@ -38,3 +38,11 @@ __all__ = ['ACTIVATIONS', 'Attention', 'AttentionPool', 'Block', 'Checkpointable
            'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear',
            'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed', 'resize_offset_table',
            'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']
+
+# LeViT's parts: BN'd Linears, the offset-magnitude attention bias, q/k/v projections with wider values and strided
+# queries.
+from .linear_bn import BNLinear, LinearBN
+from .offset_bias import AbsOffsetBias
+from .qkv import SplitQKV, StridedQueryQKV
+
+__all__ += ['AbsOffsetBias', 'BNLinear', 'LinearBN', 'SplitQKV', 'StridedQueryQKV']

@@ -9,7 +9,10 @@ Backbones differ only in the parts they plug in:
 - ``rope``: an optional module turning q and k by their grid positions (:mod:`zoo.core.rope`);
 - ``num_queries`` at call time: only the first tokens ask (CrossViT's CLS cross-attention);
 - ``similarity``: 'dot' (q . k * scale) or 'cosine' (Swin V2: cos(q, k) times a learned per-head
-  ``logit_scale``, kept in log space and clamped at log(100) before exp, as the reference does).
+  ``logit_scale``, kept in log space and clamped at log(100) before exp, as the reference does);
+- ``head_dim``: the per-head query/key width when it is not ``dim // num_heads`` (LeViT: its q/k/v projection
+  gives keys narrower than values, and more heads than divide the width);
+- ``proj``: the output projection, a Linear unless given (LeViT: hard-swish, then a BN'd Linear).
 """
 from __future__ import annotations
 
@@ -42,9 +45,9 @@ class Attention(NoWeightDecay, nn.Module):
     def __init__(self, dim: int, num_heads: int = 8, *, qkv_bias: bool = True, qkv: nn.Module | None = None,
                  scale: float | None = None, attn_drop: float = 0.0, proj_drop: float = 0.0,
                  pos_bias: nn.Module | None = None, out_dim: int | None = None, rope: nn.Module | None = None,
-                 similarity: str = 'dot'):
+                 similarity: str = 'dot', head_dim: int | None = None, proj: nn.Module | None = None):
         super().__init__()
-        if dim % num_heads:
+        if head_dim is None and dim % num_heads:
             raise ValueError(f"attention width {dim} is not divisible by num_heads={num_heads}")
         if similarity not in ('dot', 'cosine'):
             raise ValueError(f"similarity must be 'dot' or 'cosine', got {similarity!r}")
@@ -52,13 +55,13 @@ class Attention(NoWeightDecay, nn.Module):
         if similarity == 'cosine':  # per-head log of the logit scale, 'heads 1 1', initialised at log(10)
             self.logit_scale = nn.Parameter(torch.full((num_heads, 1, 1), math.log(10.0)))
         self.num_heads = num_heads
-        self.head_dim = dim // num_heads
+        self.head_dim = dim // num_heads if head_dim is None else head_dim
         self.scale = self.head_dim ** -0.5 if scale is None else scale
         self.qkv = FusedQKV(dim, bias=qkv_bias) if qkv is None else qkv
         self.pos_bias = pos_bias
         self.rope = rope
         self.attn_drop = attn_drop
-        self.proj = nn.Linear(dim, out_dim or dim)
+        self.proj = nn.Linear(dim, out_dim or dim) if proj is None else proj
         self.proj_drop = nn.Dropout(proj_drop) if proj_drop else nn.Identity()
 
     def forward(self, x: torch.Tensor, grid: Grid | None = None, mask: torch.Tensor | None = None,

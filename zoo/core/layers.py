@@ -37,7 +37,7 @@ def grad_free(x: torch.Tensor) -> bool:
 
 
 def activate(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``act(x)``, computed in place for GELU/SiLU/ReLU when x is a grad-free intermediate.
+    """``act(x)``, computed in place for GELU/SiLU/ReLU/Hardswish when x is a grad-free intermediate.
 
     On CPU a fresh map-sized output costs page faults that take as long as the activation itself.
     """
@@ -48,6 +48,8 @@ def activate(act: nn.Module, x: torch.Tensor) -> torch.Tensor:
             return F.silu(x, inplace=True)
         if type(act) is nn.ReLU:
             return F.relu(x, inplace=True)
+        if type(act) is nn.Hardswish:
+            return F.hardswish(x, inplace=True)
     return act(x)
 
 

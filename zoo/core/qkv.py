@@ -91,3 +91,47 @@ class QVBiasQKV(nn.Linear):
         bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
         q, k, v = F.linear(x, self.weight, bias).chunk(3, dim=-1)
         return (q if num_queries is None else q[:, :num_queries]), k, v
+
+
+class SplitQKV(nn.Module):
+    """q, k and v from one projection laid out [q | k | v] with ``widths`` (wq, wk, wv): values may be wider than
+    queries and keys (LeViT). ``proj`` is any module 'b n c -> b n (wq + wk + wv)' (a Linear, a BN'd Linear)."""
+
+    def __init__(self, proj: nn.Module, widths: tuple[int, int, int]):
+        super().__init__()
+        self.proj = proj
+        self.widths = tuple(widths)
+
+    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+        q, k, v = self.proj(x).split(self.widths, dim=-1)
+        return (q if num_queries is None else q[:, :num_queries]), k, v
+
+
+class StridedQueryQKV(nn.Module):
+    """Attention downsampling (LeViT): the queries are the tokens on every ``stride``-th row and column of the grid,
+    the keys and values all tokens, so the attention's output lies on the strided grid.
+
+    x 'b (h w) c' -> q 'b (h' w') wq', k 'b (h w) wk', v 'b (h w) wv', with h' = ceil(h / stride) (rows 0, s, 2s, ...).
+    ``q`` projects the subsampled tokens; ``kv`` projects all tokens, laid out [k | v] with ``kv_widths``. Where
+    CrossViT's query subset is the first m tokens (``num_queries``), this one is a subgrid; the two do not combine.
+    """
+
+    def __init__(self, q: nn.Module, kv: nn.Module, kv_widths: tuple[int, int], stride: int = 2):
+        super().__init__()
+        self.q, self.kv = q, kv
+        self.kv_widths = tuple(kv_widths)
+        self.stride = stride
+
+    def query_grid(self, grid) -> tuple[int, int]:
+        """The grid of the queries (and of the attention output) for the token grid (h, w)."""
+        return -(-grid[0] // self.stride), -(-grid[1] // self.stride)
+
+    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+        if grid is None:
+            raise ValueError("StridedQueryQKV needs the token grid (h, w)")
+        if num_queries is not None:
+            raise ValueError("StridedQueryQKV chooses its queries by the grid; num_queries cannot be given")
+        s = self.stride
+        queries = rearrange(x, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])[:, ::s, ::s]
+        k, v = self.kv(x).split(self.kv_widths, dim=-1)
+        return self.q(queries.flatten(1, 2)), k, v

@@ -117,12 +117,16 @@ class _RelativeBias(nn.Module):
         key = (grid, self.training, torch.is_grad_enabled(), torch.is_inference_mode_enabled(), versions)
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        rows, cols = relative_offsets(grid)
-        table = self.offset_table(grid)
-        bias = table[:, rows.to(table.device), cols.to(table.device)]  # heads (h w) (h w)
+        bias = self.expand(grid)
         grad_needed = torch.is_grad_enabled() and any(p.requires_grad for p in params)
         self._cached = None if grad_needed or self.training else (key, bias)
         return bias
+
+    def expand(self, grid: Grid) -> torch.Tensor:
+        """The bias 'heads (h w) (h w)' read from ``offset_table(grid)`` for every query-key pair."""
+        rows, cols = relative_offsets(grid)
+        table = self.offset_table(grid)
+        return table[:, rows.to(table.device), cols.to(table.device)]
 
 
 class RelPosBias(NoWeightDecay, _RelativeBias):

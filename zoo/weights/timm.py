@@ -63,3 +63,7 @@ def crossvit_from_timm(state: dict) -> dict:
 
 FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm,
              'swin': swin_from_timm}
+
+from .timm_levit_pit import levit_from_timm, pit_from_timm  # noqa: E402
+
+FROM_TIMM.update(pit=pit_from_timm, levit=levit_from_timm)
