@@ -30,6 +30,7 @@ class ViTEncoder(nn.Module):
 
     pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
     pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``).
+    swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
     """
     family = 'vit'
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
@@ -41,7 +42,8 @@ class ViTEncoder(nn.Module):
                  pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
                  pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
                  norm_eps: float = 1e-6,
-                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
+                 swiglu: bool = False):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
@@ -62,7 +64,8 @@ class ViTEncoder(nn.Module):
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
-                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm)
+                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm,
+                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else {}))
             for rate in rates)
         self.apply(init_linear)
 

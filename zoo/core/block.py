@@ -19,13 +19,14 @@ class Block(Checkpointable):
     pre-LN (default):  x = x + attn(norm1(x));  x = x + mlp(norm2(x))
     post-LN:           x = norm1(x + attn(x));  x = norm2(x + mlp(x))
     ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias). Recomputed in
-    backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`).
+    backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`). ``gated_mlp``: a GLU MLP
+    (SwiGLU with ``act_layer=nn.SiLU``; :class:`zoo.core.Mlp` ``gated``), hidden width ``dim * mlp_ratio``.
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
                  attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
                  attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
-                 post_norm: bool = False):
+                 post_norm: bool = False, gated_mlp: bool = False):
         super().__init__()
         self.post_norm = post_norm
         self.norm1 = norm_layer(dim)
@@ -34,7 +35,7 @@ class Block(Checkpointable):
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = DropPath(drop_path) if drop_path else nn.Identity()
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop, gated=gated_mlp)
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
 

@@ -10,6 +10,7 @@ reads both.
 """
 from __future__ import annotations
 
+from .dinov2 import dinov2_from_official
 from .rename import rename_keys
 from .timm import crossvit_from_timm
 
@@ -26,4 +27,4 @@ def cvt_from_official(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm}
+FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'dinov2': dinov2_from_official}

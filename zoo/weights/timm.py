@@ -7,6 +7,7 @@ from einops import rearrange
 
 from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from ..core.pos_embed import square_grid
+from .dinov2 import dinov2_from_official
 from .rename import rename_keys
 
 # timm ViT/DeiT keep prefix tokens and the position table as bare parameters.
@@ -59,3 +60,4 @@ def crossvit_from_timm(state: dict) -> dict:
 
 
 FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm}
+FROM_TIMM['dinov2'] = dinov2_from_official  # timm's DINOv2 keys are the official ones less mask/registers
