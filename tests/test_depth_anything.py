@@ -6,6 +6,9 @@ import pytest
 import torch
 
 import heads
+import zoo
+from heads.hf.config import HFConfigError
+from heads.hf.depth_anything import depth_anything_config_from_hf
 from heads.models.depth_anything import load_official_depth_anything
 
 from .reference import perturb_
@@ -81,18 +84,33 @@ def official_state(reference) -> dict:
 
 def test_official_layout_loads_to_the_same_depth(tmp_path):
     reference = save_hf(tmp_path)
-    config = heads.hf.depth_anything.depth_anything_config_from_hf(reference.config.to_dict())
+    config = depth_anything_config_from_hf(reference.config.to_dict())
     config['backbone']['pos_interp'] = 'dinov2'  # the official resampling; at the build size the table is used as is
     ours = heads.MODELS.build(config).eval()
     torch.save(official_state(reference), tmp_path / 'depth_anything_v2_small.pth')
     report = load_official_depth_anything(ours, tmp_path / 'depth_anything_v2_small.pth')
     assert not report.missing and not report.unexpected
     assert_same_depth(ours, reference, (98, 98))
+    # the checkpoint's encoder alone, as a backbone's pretrained weights (how fine-tuning configs start from it)
+    args = {k: v for k, v in config['backbone'].items() if k not in ('type', 'name')}
+    encoder = zoo.create_backbone('vit_small_patch14_dinov2', pretrained=tmp_path / 'depth_anything_v2_small.pth',
+                                  **args).eval()
+    x = torch.randn(1, 3, 70, 84)
+    with torch.no_grad():
+        for got, expected in zip(encoder(x), ours.backbone(x)):
+            torch.testing.assert_close(got, expected)
 
 
 def test_foreign_backbones_and_bad_fields_are_refused_clearly(tmp_path):
     config = transformers.DepthAnythingConfig(backbone_config=transformers.Dinov2Config(**BACKBONE), **HEAD).to_dict()
-    with pytest.raises(heads.hf.config.HFConfigError, match='DINOv2 backbone'):
-        heads.hf.depth_anything.depth_anything_config_from_hf({**config, 'backbone_config': {'model_type': 'swin'}})
-    with pytest.raises(heads.hf.config.HFConfigError, match='depth_estimation_type'):
-        heads.hf.depth_anything.depth_anything_config_from_hf({**config, 'depth_estimation_type': 'absolute'})
+    with pytest.raises(HFConfigError, match='DINOv2 backbone'):
+        depth_anything_config_from_hf({**config, 'backbone_config': {'model_type': 'swin'}})
+    with pytest.raises(HFConfigError, match='depth_estimation_type'):
+        depth_anything_config_from_hf({**config, 'depth_estimation_type': 'absolute'})
+
+
+def test_benchmark_tool_times_depth_anything_v2_small_against_transformers():
+    import benchmark  # tools/ (conftest puts it on the path)
+    (row,) = benchmark.main(['--depth-anything', 'vits', '--size', '56', '--iters', '1'])
+    assert row['max_abs_diff'] <= 1e-4 and row['ours_s'] > 0 and row['hf_s'] > 0
+    assert row['ours_peak_MiB'] > 0 and row['memory_ratio'] == row['ours_peak_MiB'] / row['hf_peak_MiB']
