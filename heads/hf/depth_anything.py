@@ -23,11 +23,11 @@ _DEFAULT_BACKBONE = dict(model_type='dinov2', image_size=518, hidden_size=384, n
 
 def _taps(f: _Fields, layers: int) -> list[int]:
     """The tapped blocks (0-based) from ``out_indices`` (stage numbers, 0 = the embeddings) or ``out_features``."""
-    if f.config.get('out_indices') is None and isinstance(f.config.get('out_features'), list):
-        names = f.config['out_features']
+    names = f.config.get('out_features')
+    if f.config.get('out_indices') is None and isinstance(names, list):  # 'stageN' names only
         if not all(isinstance(n, str) and re.fullmatch(r'stage\d+', n) for n in names):
             f.fail('out_features', "a list of 'stageN' names")
-        f.config = {**f.config, 'out_indices': [int(n[5:]) for n in names]}
+        f = _Fields({**f.config, 'out_indices': [int(n[5:]) for n in names]}, f.source)
     stages = f.integers('out_indices', None, 1, layers)
     if stages != sorted(set(stages)):
         f.fail('out_indices', f"distinct increasing stage numbers from 1 to {layers}")
