@@ -114,3 +114,23 @@ def test_benchmark_tool_times_depth_anything_v2_small_against_transformers():
     (row,) = benchmark.main(['--depth-anything', 'vits', '--size', '56', '--iters', '1'])
     assert row['max_abs_diff'] <= 1e-4 and row['ours_s'] > 0 and row['hf_s'] > 0
     assert row['ours_peak_MiB'] > 0 and row['memory_ratio'] == row['ours_peak_MiB'] / row['hf_peak_MiB']
+
+
+def test_seven_scenes_config_trains_metric_depth_into_every_part():
+    """The fine-tuning config's model (shrunk encoder): SiLog loss on metric depth, gradients reach the encoder, the
+    neck and the head, and padded (invalid, depth 0) pixels are left out."""
+    from mmengine.config import Config
+    from mmengine.structures import BaseDataElement, PixelData
+    cfg = Config.fromfile('configs/depth_anything_v2_vits_7scenes.py').model
+    cfg.backbone.update(depth=3, out_indices=(0, 1, 2), embed_dim=48, num_heads=2)
+    cfg.neck.update(hidden_channels=(8, 16, 32), reassemble_factors=(4, 2, 1))
+    model = heads.MODELS.build(cfg)
+    assert model.decode_head.mode == 'metric' and model.decode_head.max_depth == 10.0
+    depth = torch.rand(2, 56, 70) * 4 + 0.5
+    depth[:, -14:] = 0  # as padding would be
+    samples = [BaseDataElement(gt_depth=PixelData(data=d[None])) for d in depth]
+    loss = model(torch.randn(2, 3, 56, 70), samples, mode='loss')['loss_depth']
+    loss.backward()
+    assert torch.isfinite(loss) and type(model.loss_fn).__name__ == 'SiLogLoss'
+    for part in (model.backbone.blocks[0], model.neck.fusion[-1], model.decode_head.conv3):
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters())
