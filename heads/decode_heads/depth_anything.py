@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core import activate
 from zoo.core.resize import interpolate
 
 from ..registry import MODELS
@@ -31,11 +32,13 @@ class DepthAnythingHead(nn.Module):
         self.conv1 = nn.Conv2d(in_channels, in_channels // 2, 3, padding=1)
         self.conv2 = nn.Conv2d(in_channels // 2, hidden_channels, 3, padding=1)
         self.conv3 = nn.Conv2d(hidden_channels, 1, 1)
+        self.act = nn.ReLU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=x.device.type, enabled=False):
             x = self.conv1(x.float())
             size = [round(side * self.upsample) for side in x.shape[-2:]]
             x = interpolate(x, size=size, mode='bilinear', align_corners=True)
-            x = self.conv3(F.relu(self.conv2(x)))
+            x = self.conv2(x)  # rebinding x frees the upsampled map before the ReLU (in place in inference)
+            x = self.conv3(activate(self.act, x))
             return (F.relu(x) if self.mode == 'relative' else torch.sigmoid(x)) * self.max_depth
