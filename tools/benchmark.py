@@ -13,6 +13,8 @@ GFLOP/s next to this machine's matmul rate (2048^3 F.linear products timed in th
         contiguous --checkpointing --train [--compile]
 Resolution sweep of the DPT ViT-B model, batch 1, SDPA vs explicit attention (table + PNG):
     python tools/benchmark.py --sweep 224 384 512 768 1024 --out docs/sweep.md
+Depth Anything V2 ViT-S vs transformers' DepthAnythingForDepthEstimation (forward, 518x518, peak memory):
+    python tools/benchmark.py --depth-anything vits --dtypes fp32
 On one GPU (under 5 minutes): DPT ViT-B/16 512x512, batch 8, bf16 training and inference img/s, peak memory:
     python tools/benchmark.py --dense --device cuda --dtypes bf16 --batch 8 --train
 
@@ -59,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help='with --dense: neck/head convolution weight layouts')
     parser.add_argument('--train', action='store_true', help='with --dense: also time forward + backward')
     parser.add_argument('--compile', action='store_true', help='with --dense: torch.compile the model first')
+    parser.add_argument('--depth-anything', choices=['vits', 'vitb', 'vitl'], default=None, metavar='ENCODER',
+                        help="Depth Anything V2 (vits, vitb or vitl) forward vs transformers' "
+                             "DepthAnythingForDepthEstimation, 518x518 unless --size")
     parser.add_argument('--sweep', type=int, nargs='+', metavar='SIZE', default=None,
                         help="inference of the (first --dense, default ViT-B) config's model at these square sizes, "
                              "SDPA vs explicit attention; writes a PNG beside --out")
@@ -78,6 +83,8 @@ def main(argv=None) -> list[dict]:
         return main_dense(args)
     if args.dpt:
         return main_dpt(args)
+    if args.depth_anything:
+        return main_depth_anything(args)
     import zoo
     from heads.benchmark.reference import COLUMNS, benchmark
     from heads.benchmark.tables import format_row, header_rows, markdown
@@ -119,6 +126,21 @@ def main_dpt(args) -> list[dict]:
     rows = benchmark_dpt(batch, size, rounds, args.device, args.checkpointing,
                          report=lambda row: print(format_row(row, DPT_COLUMNS), flush=True))
     write(args.out, markdown(rows, header, DPT_COLUMNS))
+    return rows
+
+
+def main_depth_anything(args) -> list[dict]:
+    import torch
+
+    from heads.benchmark.depth_anything import COLUMNS, benchmark_depth_anything
+    from heads.benchmark.tables import format_row, header_rows, markdown
+    size, batch, rounds = args.size or 518, (args.batch or [1])[0], default(args.iters, 5)
+    header = (f"Depth Anything V2 vs transformers, forward fp32, {size}x{size}, batch {batch}, device {args.device}, "
+              f"{torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
+    print(header, *header_rows(COLUMNS), sep='\n')
+    rows = [benchmark_depth_anything(args.depth_anything, batch, size, rounds, args.device,
+                                     report=lambda row: print(format_row(row, COLUMNS), flush=True))]
+    write(args.out, markdown(rows, header, COLUMNS))
     return rows
 
 

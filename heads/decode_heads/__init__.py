@@ -1,4 +1,5 @@
-"""Decode heads: the DPT segmentation and depth heads on the finest fused map."""
+"""Decode heads: the DPT segmentation and depth heads and Depth Anything's depth head on the finest fused map."""
+from .depth_anything import DepthAnythingHead
 from .dpt import DPTDepthHead, DPTSegHead
 
-__all__ = ['DPTDepthHead', 'DPTSegHead']
+__all__ = ['DPTDepthHead', 'DepthAnythingHead', 'DPTSegHead']

@@ -93,14 +93,23 @@ def model_config_from_hf(config: dict, source='config.json') -> dict:
 
 
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
-    """Our Segmentor / DepthEstimator with the weights of an HF DPT ``save_pretrained`` folder (eval mode)."""
+    """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything) ``save_pretrained`` folder
+    (eval mode)."""
     folder = Path(folder)
     config_file = folder / 'config.json'
     if not config_file.is_file():
         raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
-    model_cfg = model_config_from_hf(read_config_json(config_file), config_file)
-    model = MODELS.build(model_cfg)
-    state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
+    config = read_config_json(config_file)
+    if config.get('model_type') == 'depth_anything':  # DepthAnythingForDepthEstimation (heads.hf.depth_anything)
+        from .depth_anything import convert_hf_depth_anything_state, depth_anything_config_from_hf
+        model_cfg = depth_anything_config_from_hf(config, config_file)
+        model = MODELS.build(model_cfg)
+        state = convert_hf_depth_anything_state(read_state_dict(folder), len(model.backbone.blocks),
+                                                model.backbone.tap_norm)
+    else:
+        model_cfg = model_config_from_hf(config, config_file)
+        model = MODELS.build(model_cfg)
+        state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
     load_pretrained(model, state, format='zoo')
     model.hf_model_config = model_cfg
     return model.eval()

@@ -1,6 +1,7 @@
 """Necks: turn backbone levels into the multi-scale maps heads read."""
+from .depth_anything import DepthAnythingNeck
 from .dpt import DPTNeck, FusionBlock, Readout, ReassembleLevel, ResidualConvUnit
 from .pyramid import HierarchicalFPN, LayerNorm2d, SimpleFeaturePyramid, pyramid_for
 
-__all__ = ['DPTNeck', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'Readout', 'ReassembleLevel',
-           'ResidualConvUnit', 'SimpleFeaturePyramid', 'pyramid_for']
+__all__ = ['DPTNeck', 'DepthAnythingNeck', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'Readout',
+           'ReassembleLevel', 'ResidualConvUnit', 'SimpleFeaturePyramid', 'pyramid_for']

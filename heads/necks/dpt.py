@@ -106,12 +106,14 @@ class FusionBlock(nn.Module):
         self.res2 = ResidualConvUnit(channels, batch_norm, bias)
         self.proj = nn.Conv2d(channels, channels, 1)
 
-    def forward(self, x: torch.Tensor, skip: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, skip: torch.Tensor | None = None, size=None) -> torch.Tensor:
+        """``size``: upsample to it instead of x2 (Depth Anything's fusion, to the next finer level's size)."""
         if skip is not None:
             if skip.shape[-2:] != x.shape[-2:]:
                 skip = interpolate(skip, size=x.shape[-2:], mode='bilinear', align_corners=False)
             x = x + self.res1(skip)
-        return interpolate(self.proj(self.res2(x)), scale_factor=2, mode='bilinear', align_corners=True)
+        return interpolate(self.proj(self.res2(x)), size=size, scale_factor=None if size is not None else 2,
+                           mode='bilinear', align_corners=True)
 
 
 @MODELS.register_module()

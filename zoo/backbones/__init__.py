@@ -1,5 +1,5 @@
 """Backbone families, one file each; importing a family registers its named variants."""
-from . import coatnet, crossvit, cvt, deit, swin, vit, vit_rope  # noqa: F401  (registration)
+from . import coatnet, crossvit, cvt, deit, dinov2, swin, vit, vit_rope  # noqa: F401  (registration)
 from .coatnet import CoAtNetBackbone, CoAtNetClassifier, CoAtNetEncoder
 from .crossvit import CrossViTBackbone, CrossViTClassifier, CrossViTEncoder
 from .cvt import CvTBackbone, CvTClassifier, CvTEncoder

@@ -39,6 +39,7 @@ class ViTEncoder(nn.Module):
     key_bias: False for learned q and v biases only (EVA, timm's RoPE ViTs; :class:`zoo.core.qkv.QVBiasQKV`);
     patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
     ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
+    swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
     """
     family = 'vit'
     # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
@@ -51,7 +52,8 @@ class ViTEncoder(nn.Module):
                  pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
                  norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
                  alibi: dict | bool | None = None, key_bias: bool = True,
-                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
+                 drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
+                 swiglu: bool = False):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
@@ -76,7 +78,8 @@ class ViTEncoder(nn.Module):
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm,
-                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate))
+                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate),
+                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else {}))
             for rate in rates)
         self.apply(init_linear)
 

@@ -21,13 +21,14 @@ class Block(Checkpointable):
     residual post-LN:  x = x + norm1(attn(x));  x = x + norm2(mlp(x))   (Swin V2)
     ``norm_placement`` picks one: 'pre', 'post' or 'res_post' (``post_norm=True`` is 'post').
     ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias). Recomputed in
-    backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`).
+    backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`). ``gated_mlp``: a GLU MLP
+    (SwiGLU with ``act_layer=nn.SiLU``; :class:`zoo.core.Mlp` ``gated``), hidden width ``dim * mlp_ratio``.
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
                  attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
                  attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
-                 post_norm: bool = False, norm_placement: str | None = None):
+                 post_norm: bool = False, norm_placement: str | None = None, gated_mlp: bool = False):
         super().__init__()
         placement = norm_placement or ('post' if post_norm else 'pre')
         if placement not in ('pre', 'post', 'res_post'):
@@ -40,7 +41,7 @@ class Block(Checkpointable):
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = DropPath(drop_path) if drop_path else nn.Identity()
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop, gated=gated_mlp)
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
 

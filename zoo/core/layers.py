@@ -76,21 +76,29 @@ class Mlp(nn.Module):
 
     With GELU and no hidden dropout, training recomputes the activation in backward instead of storing it
     (identical values and gradients, one 'b n hidden' tensor less per block).
+    ``gated`` (GLU; SwiGLU with ``act_layer=nn.SiLU``, DINOv2's giant MLP): fc1 gives 2 * hidden_dim, packed as
+    [gate, value] on the last axis ('b n (two hidden)'), and fc2 reads act(gate) * value, as timm's SwiGLUPacked,
+    DINOv2's ``w12``/``w3`` and transformers' ``weights_in``/``weights_out``.
     """
 
     def __init__(self, dim: int, hidden_dim: int, out_dim: int | None = None, act_layer=nn.GELU,
-                 drop: float | tuple[float, float] = 0.0):
+                 drop: float | tuple[float, float] = 0.0, gated: bool = False):
         super().__init__()
         hidden_drop, out_drop = drop if isinstance(drop, tuple) else (drop, drop)
-        self.fc1 = nn.Linear(dim, hidden_dim)
+        self.gated = gated
+        self.fc1 = nn.Linear(dim, 2 * hidden_dim if gated else hidden_dim)
         self.act = act_layer()
         self.drop1 = nn.Dropout(hidden_drop) if hidden_drop else nn.Identity()
         self.fc2 = nn.Linear(hidden_dim, out_dim or dim)
         self.drop2 = nn.Dropout(out_drop) if out_drop else nn.Identity()
-        self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not hidden_drop
+        self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not hidden_drop \
+            and not gated
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
+        if self.gated:  # 'b n (two hidden)' -> act(gate) * value
+            gate, value = h.chunk(2, dim=-1)
+            return self.drop2(self.fc2(self.drop1(self.act(gate) * value)))
         # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
         if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:
             dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype

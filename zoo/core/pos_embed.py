@@ -11,6 +11,10 @@ from .grid import Grid
 from .resize import interpolate
 from .weight_decay import NoWeightDecay
 
+#: DINOv2's resampling ('dinov2' mode) asks for scale factors (new + offset) / old instead of the new size: the
+#: sampling positions move by a hair (facebookresearch/dino issue 8), which its checkpoints were evaluated with.
+DINOV2_OFFSET = 0.1
+
 
 def is_symbolic(grid) -> bool:
     """True while a grid is traced with dynamic shapes (torch.export, ONNX export): its sides are SymInts, and
@@ -25,8 +29,9 @@ def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num
     """Resample '1 (p + h w) d' position embeddings from ``old_grid`` (h, w) to ``new_grid``.
 
     The first ``num_prefix`` rows (CLS, distillation, ... tokens) are kept as they are; the grid part is
-    interpolated in float32 with ``mode`` ('bicubic' as timm/mmseg/detectron2, 'bilinear' as DPT/HF) and
-    cast back to the input dtype. The old grid is explicit: non-square grids are never guessed.
+    interpolated in float32 with ``mode`` ('bicubic' as timm/mmseg/detectron2, 'bilinear' as DPT/HF, 'dinov2' as
+    the official DINOv2 and Depth Anything code: bicubic at scale factors (new + 0.1) / old, :data:`DINOV2_OFFSET`)
+    and cast back to the input dtype. The old grid is explicit: non-square grids are never guessed.
     """
     old_grid, new_grid = tuple(old_grid), tuple(new_grid)
     n = embed.shape[1] - num_prefix
@@ -37,9 +42,14 @@ def resample_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, num
         return embed
     prefix, grid_part = embed[:, :num_prefix], embed[:, num_prefix:]
     grid_part = rearrange(grid_part.float(), '1 (h w) d -> 1 d h w', h=old_grid[0])
-    antialias = antialias and mode in ('bilinear', 'bicubic')
-    grid_part = interpolate(grid_part, size=new_grid, mode=mode, antialias=antialias,
-                              align_corners=False if mode in ('bilinear', 'bicubic') else None)
+    antialias = antialias and mode in ('bilinear', 'bicubic', 'dinov2')
+    if mode == 'dinov2':  # the output size is floor(old * scale) = new
+        scale = tuple((new + DINOV2_OFFSET) / old for new, old in zip(new_grid, old_grid))
+        grid_part = interpolate(grid_part, scale_factor=scale, mode='bicubic', antialias=antialias,
+                                align_corners=False)
+    else:
+        grid_part = interpolate(grid_part, size=new_grid, mode=mode, antialias=antialias,
+                                align_corners=False if mode in ('bilinear', 'bicubic') else None)
     grid_part = rearrange(grid_part, '1 d h w -> 1 (h w) d').to(embed.dtype)
     return torch.cat([prefix, grid_part], dim=1)
 

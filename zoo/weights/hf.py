@@ -5,6 +5,7 @@ CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``
 """
 from __future__ import annotations
 
+from .dinov2 import dinov2_from_hf
 from .rename import rename_keys
 
 _PROJ = r'convolution_projection_(query|key|value)\.convolution_projection\.'
@@ -33,4 +34,4 @@ def cvt_from_hf(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_HF = {'cvt': cvt_from_hf}
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf}

@@ -13,6 +13,7 @@ Swin V1 / V2 (microsoft/Swin-Transformer, ``layers.N.blocks.M...``, patch mergin
 """
 from __future__ import annotations
 
+from .dinov2 import dinov2_from_official
 from .rename import rename_keys
 from .swin import swin_from_official
 from .timm import crossvit_from_timm
@@ -30,4 +31,5 @@ def cvt_from_official(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'swin': swin_from_official}
+FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'swin': swin_from_official,
+                 'dinov2': dinov2_from_official}

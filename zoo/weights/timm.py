@@ -7,6 +7,7 @@ from einops import rearrange
 
 from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from ..core.pos_embed import square_grid
+from .dinov2 import dinov2_from_official
 from .eva import eva_to_vit, is_eva_layout
 from .rename import rename_keys
 from .swin import swin_from_timm
@@ -67,3 +68,4 @@ FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': cro
 from .timm_levit_pit import levit_from_timm, pit_from_timm  # noqa: E402
 
 FROM_TIMM.update(pit=pit_from_timm, levit=levit_from_timm)
+FROM_TIMM['dinov2'] = dinov2_from_official  # timm's DINOv2 keys are the official ones less mask/registers

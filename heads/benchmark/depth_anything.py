@@ -1,0 +1,59 @@
+"""Our Depth Anything V2 against transformers' ``DepthAnythingForDepthEstimation`` in the same process, on the same
+weights (ours loads the reference's ``save_pretrained`` folder through ``heads.from_pretrained_hf``): forward
+seconds and peak memory, interleaved rounds (ours, reference, reference, ours, ...), ratios ours / reference."""
+from __future__ import annotations
+
+import tempfile
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from zoo.profiling import interleaved_rounds, median, peak_memory, seconds_of
+
+from ..hf.dpt import from_pretrained_hf
+
+COLUMNS = ['model', 'batch', 'size', 'ours_s', 'hf_s', 'time_ratio', 'ours_peak_MiB', 'hf_peak_MiB', 'memory_ratio',
+           'max_abs_diff']
+#: transformers' configs of the released Depth Anything V2 models (Depth-Anything-V2-{Small,Base,Large}-hf)
+SIZES = {'vits': (384, 6, [3, 6, 9, 12], [48, 96, 192, 384], 64),
+         'vitb': (768, 12, [3, 6, 9, 12], [96, 192, 384, 768], 128),
+         'vitl': (1024, 16, [5, 12, 18, 24], [256, 512, 1024, 1024], 256)}
+
+
+def hf_depth_anything_pair(encoder: str, workdir: Path):
+    """transformers' Depth Anything V2 ``encoder`` (random init, 518x518) and ours with its weights."""
+    import transformers
+    hidden, heads, stages, widths, fusion = SIZES[encoder]
+    backbone = transformers.Dinov2Config(hidden_size=hidden, num_attention_heads=heads, num_hidden_layers=stages[-1],
+                                         image_size=518, patch_size=14, out_indices=stages,
+                                         reshape_hidden_states=False)
+    config = transformers.DepthAnythingConfig(backbone_config=backbone, reassemble_hidden_size=hidden,
+                                              neck_hidden_sizes=widths, fusion_hidden_size=fusion)
+    ref = transformers.DepthAnythingForDepthEstimation(config).eval()
+    ref.save_pretrained(workdir)
+    return from_pretrained_hf(workdir), ref
+
+
+def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, device: str,
+                             report=lambda row: None) -> dict:
+    """One row: forward seconds (median over interleaved rounds), peak memory, and the largest output difference."""
+    with tempfile.TemporaryDirectory() as workdir:
+        ours, ref = hf_depth_anything_pair(encoder, Path(workdir))
+    ours, ref = ours.to(device), ref.to(device)
+    x = torch.randn(batch, 3, size, size, device=device)
+    calls = [lambda: ours(x, mode='tensor'), lambda: ref(pixel_values=x).predicted_depth]
+    with torch.inference_mode():
+        outputs = [call() for call in calls]  # also the warm-up
+        times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
+        peaks = []
+        for call in calls:
+            with peak_memory(x.device) as mem:
+                call()
+            peaks.append(mem['peak_mib'])
+    row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, 'ours_s': median(times[0]),
+           'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
+           'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],
+           'max_abs_diff': (outputs[0][:, 0] - outputs[1]).abs().max().item()}
+    report(row)
+    return row

@@ -1,0 +1,44 @@
+"""Depth Anything's depth head (V1 and V2): conv -> bilinear to the patch grid's pixel size -> conv, ReLU -> conv,
+then ReLU (relative) or sigmoid (metric), times ``max_depth``."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.core import activate
+from zoo.core.resize import interpolate
+
+from ..registry import MODELS
+
+
+@MODELS.register_module()
+class DepthAnythingHead(nn.Module):
+    """'b c h w -> b 1 (h u) (w u)' with u = ``upsample`` (patch size / 8 = 1.75 for the patch-14 models: the
+    finest fused map is 8x the patch grid, the output the grid's pixel size, as the reference's
+    ``patch_h * 14``).
+
+    mode 'relative': ReLU x ``max_depth`` (1 in the released relative models): relative inverse depth (disparity);
+    mode 'metric':   sigmoid x ``max_depth`` (20 indoors, 80 outdoors): depth in metres.
+    Keys as transformers' (``conv1``, ``conv2``, ``conv3``); runs in float32 even under autocast.
+    """
+
+    def __init__(self, in_channels: int = 64, hidden_channels: int = 32, mode: str = 'relative',
+                 max_depth: float = 1.0, upsample: float = 1.75):
+        super().__init__()
+        if mode not in ('relative', 'metric'):
+            raise ValueError(f"depth head mode must be 'relative' or 'metric', got {mode!r}")
+        self.mode, self.max_depth, self.upsample = mode, max_depth, upsample
+        self.conv1 = nn.Conv2d(in_channels, in_channels // 2, 3, padding=1)
+        self.conv2 = nn.Conv2d(in_channels // 2, hidden_channels, 3, padding=1)
+        self.conv3 = nn.Conv2d(hidden_channels, 1, 1)
+        self.act = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            x = self.conv1(x.float())
+            size = [round(side * self.upsample) for side in x.shape[-2:]]
+            x = interpolate(x, size=size, mode='bilinear', align_corners=True)
+            x = self.conv2(x)  # rebinding x frees the upsampled map before the ReLU (in place in inference)
+            x = self.conv3(activate(self.act, x))
+            return (F.relu(x) if self.mode == 'relative' else torch.sigmoid(x)) * self.max_depth
