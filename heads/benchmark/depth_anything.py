@@ -9,9 +9,10 @@ from pathlib import Path
 
 import torch
 
-from zoo.profiling import interleaved_rounds, median, peak_memory, seconds_of
+from zoo.profiling import interleaved_rounds, median, seconds_of
 
 from ..hf.dpt import from_pretrained_hf
+from .reference import peaks_of
 
 COLUMNS = ['model', 'batch', 'size', 'ours_s', 'hf_s', 'time_ratio', 'ours_peak_MiB', 'hf_peak_MiB', 'memory_ratio',
            'max_abs_diff']
@@ -46,11 +47,7 @@ def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, d
     with torch.inference_mode():
         outputs = [call() for call in calls]  # also the warm-up
         times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
-        peaks = []
-        for call in calls:
-            with peak_memory(x.device) as mem:
-                call()
-            peaks.append(mem['peak_mib'])
+        peaks = peaks_of(calls, x.device)
     row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, 'ours_s': median(times[0]),
            'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
            'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],

@@ -133,11 +133,7 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
             for call in calls:  # warm-up
                 call()
             times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
-            peaks = []
-            for call in calls:
-                with peak_memory(x.device) as mem:
-                    call()
-                peaks.append(mem['peak_mib'])
+            peaks = peaks_of(calls, x.device)
         rows.append({'pass': label, 'batch': batch, 'size': size, 'ours_s': median(times[0]),
                      'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
                      'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1]})
@@ -150,3 +146,13 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
                      'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'], 'memory_ratio': mem['peak_mib'] / peaks[1]})
         report(rows[-1])
     return rows
+
+
+def peaks_of(calls, device) -> list[float]:
+    """Peak memory (MiB) of one run of each call, in order."""
+    peaks = []
+    for call in calls:
+        with peak_memory(device) as mem:
+            call()
+        peaks.append(mem['peak_mib'])
+    return peaks

@@ -7,6 +7,17 @@ from torch import nn
 from .layers import activate, grad_free
 
 
+def bn_affine(bn: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel (scale, shift) of ``bn`` with its running statistics: bn(y) = y * scale + shift."""
+    scale = bn.running_var.add(bn.eps).rsqrt()
+    if bn.weight is not None:
+        scale = scale * bn.weight
+    shift = -bn.running_mean * scale
+    if bn.bias is not None:
+        shift = shift + bn.bias
+    return scale, shift
+
+
 class ConvBN(nn.Module):
     """'b c h w -> b d h' w'': conv (no bias), optional ``gate``, BatchNorm2d, optional activation.
 
@@ -31,14 +42,7 @@ class ConvBN(nn.Module):
 
     def affine(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-channel (scale, shift) of the BN with its running statistics: bn(y) = y * scale + shift."""
-        bn = self.norm
-        scale = bn.running_var.add(bn.eps).rsqrt()
-        if bn.weight is not None:
-            scale = scale * bn.weight
-        shift = -bn.running_mean * scale
-        if bn.bias is not None:
-            shift = shift + bn.bias
-        return scale, shift
+        return bn_affine(self.norm)
 
     def folded(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The conv weight and bias equivalent to conv -> BN with the running statistics."""

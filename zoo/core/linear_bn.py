@@ -18,16 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-def bn_affine(bn: nn.BatchNorm1d) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-channel (scale, shift) of ``bn`` with its running statistics: bn(y) = y * scale + shift."""
-    scale = bn.running_var.add(bn.eps).rsqrt()
-    if bn.weight is not None:
-        scale = scale * bn.weight
-    shift = -bn.running_mean * scale
-    if bn.bias is not None:
-        shift = shift + bn.bias
-    return scale, shift
+from .conv_bn import bn_affine
 
 
 def _uses_batch_stats(bn: nn.BatchNorm1d) -> bool:
