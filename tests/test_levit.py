@@ -130,7 +130,7 @@ def test_dpt_configs_differ_from_vit_only_in_the_backbone_for_the_compare_tool()
     from heads.benchmark.compare import check_only_backbones_differ
     root = 'configs/'
     configs = {name: Config.fromfile(root + name) for name in
-               ('dpt_vitb_ade20k.py', 'dpt_pits_ade20k.py', 'dpt_levit256_ade20k.py')}
+               ('dpt_vitb_ade20k_ours.py', 'dpt_pits_ade20k.py', 'dpt_levit256_ade20k.py')}
     check_only_backbones_differ(configs)  # raises naming any other differing key
     assert [c.model.backbone.name for c in configs.values()] == ['vit_base_patch16_224', 'pit_s_224', 'levit_256']
 
