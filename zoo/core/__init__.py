@@ -22,27 +22,21 @@ from .layers import (
                         grad_free,
                         init_linear,
 )
+from .linear_bn import BNLinear, LinearBN
+from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .qkv import ConvQKV, FusedQKV, QVBiasQKV, SeparateQKV
+from .qkv import ConvQKV, FusedQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
-__all__ = ['ACTIVATIONS', 'Attention', 'AttentionPool', 'Block', 'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath',
-           'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Mlp', 'NoWeightDecay',
-           'PatchEmbed', 'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
-           'ShiftedWindowAttention', 'SinCosPosEmbed',
-           'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear',
-           'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed', 'resize_offset_table',
-           'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']
-
-# LeViT's parts: BN'd Linears, the offset-magnitude attention bias, q/k/v projections with wider values and strided
-# queries.
-from .linear_bn import BNLinear, LinearBN
-from .offset_bias import AbsOffsetBias
-from .qkv import SplitQKV, StridedQueryQKV
-
-__all__ += ['AbsOffsetBias', 'BNLinear', 'LinearBN', 'SplitQKV', 'StridedQueryQKV']
+__all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
+           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
+           'LearnedPosEmbed', 'LinearBN', 'Mlp', 'NoWeightDecay', 'PatchEmbed', 'PrefixTokens', 'QVBiasQKV',
+           'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftedWindowAttention', 'SinCosPosEmbed',
+           'SplitQKV', 'StridedQueryQKV', 'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free',
+           'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed',
+           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']
