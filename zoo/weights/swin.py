@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import re
 
-from einops import rearrange
-
-from ..core.pos_embed import square_grid
-from .rename import rename_keys
+from .rename import heads_first_table, rename_keys
 
 _BUFFERS = ('relative_position_index', 'relative_coords_table', 'attn_mask')
 _RULES = [(r'\.attn\.relative_position_bias_table$', '.attn.pos_bias.table'),
@@ -26,14 +23,6 @@ _RULES = [(r'\.attn\.relative_position_bias_table$', '.attn.pos_bias.table'),
           (r'\.attn\.cpb_mlp\.2\.', '.attn.pos_bias.mlp.fc2.'),
           (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias'),
           (r'^head\.fc\.', 'head.')]
-
-
-def _bias_table(value):
-    """'(dy dx) heads' -> 'heads dy dx' for a square window's table (2n-1 offsets per side)."""
-    if value.ndim != 2:
-        return value
-    side = square_grid(value.shape[0])[0]
-    return rearrange(value, '(dy dx) heads -> heads dy dx', dy=side)
 
 
 def swin_from_timm(state: dict) -> dict:
@@ -47,7 +36,7 @@ def swin_from_timm(state: dict) -> dict:
             key = re.sub(r'^layers\.(\d+)\.downsample\.', lambda m: f'layers.{int(m.group(1)) + 1}.downsample.', key)
         out[key] = value
     out = rename_keys(out, _RULES)
-    return {k: _bias_table(v) if k.endswith('.attn.pos_bias.table') else v for k, v in out.items()}
+    return {k: heads_first_table(v) if k.endswith('.attn.pos_bias.table') else v for k, v in out.items()}
 
 
 def swin_from_official(state: dict) -> dict:

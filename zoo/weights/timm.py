@@ -6,11 +6,11 @@ import re
 from einops import rearrange
 
 from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
-from ..core.pos_embed import square_grid
 from .dinov2 import dinov2_from_official
 from .eva import eva_to_vit, is_eva_layout
-from .rename import rename_keys
+from .rename import heads_first_table, rename_keys
 from .swin import swin_from_timm
+from .timm_levit_pit import levit_from_timm, pit_from_timm
 
 # timm ViT/DeiT keep prefix tokens and the position table as bare parameters.
 _VIT_RENAMES = {'cls_token': 'prefix.cls', 'dist_token': 'prefix.dist', 'reg_token': 'prefix.registers',
@@ -43,8 +43,8 @@ def coatnet_from_timm(state: dict) -> dict:
             value = value.flatten(1)  # 1x1 conv -> Linear
         if re.search(r'\.attn\.qkv\.(weight|bias)$', key):  # rows '(heads three d)' -> '(three heads d)'
             value = rearrange(value, '(h three d) ... -> (three h d) ...', three=3, d=COATNET_HEAD_DIM)
-        if key.endswith('.attn.pos_bias.table') and value.ndim == 2:  # '(dy dx) heads' -> 'heads dy dx'
-            value = rearrange(value, '(dy dx) heads -> heads dy dx', dy=square_grid(value.shape[0])[0])
+        if key.endswith('.attn.pos_bias.table'):
+            value = heads_first_table(value)
         out[key] = value
     return out
 
@@ -63,9 +63,5 @@ def crossvit_from_timm(state: dict) -> dict:
 
 
 FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm,
-             'swin': swin_from_timm}
-
-from .timm_levit_pit import levit_from_timm, pit_from_timm  # noqa: E402
-
-FROM_TIMM.update(pit=pit_from_timm, levit=levit_from_timm)
-FROM_TIMM['dinov2'] = dinov2_from_official  # timm's DINOv2 keys are the official ones less mask/registers
+             'swin': swin_from_timm, 'pit': pit_from_timm, 'levit': levit_from_timm,
+             'dinov2': dinov2_from_official}  # timm's DINOv2 keys are the official ones less mask/registers
