@@ -67,14 +67,11 @@ def vit_from_mmseg(state: dict) -> dict:
 def dpt_from_mmseg(state: dict) -> dict:
     """A whole mmseg DPT segmentor's keys -> :class:`heads.models.Segmentor`'s (see the module docstring).
     Keys of neither part are kept as they are (and reported as not in the model when loaded)."""
-    out = {}
-    for key, value in state.items():
-        if key.startswith('backbone.'):
-            key = 'backbone.' + next(iter(rename_keys({key[len('backbone.'):]: None}, _VIT_RULES)))
-        elif key.startswith('decode_head.'):
-            key = next(iter(rename_keys({key[len('decode_head.'):]: None}, _DPT_HEAD_RULES)))
-        out[key] = value
-    return out
+    def part(prefix: str) -> dict:
+        return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    rest = {k: v for k, v in state.items() if not k.startswith(('backbone.', 'decode_head.'))}
+    return {**{f'backbone.{k}': v for k, v in rename_keys(part('backbone.'), _VIT_RULES).items()},
+            **rename_keys(part('decode_head.'), _DPT_HEAD_RULES), **rest}
 
 
 def is_mmseg_dpt(state) -> bool:
