@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import zoo
-from zoo.backbones.dinov2 import EXPENSIVE as DINOV2_EXPENSIVE
 from zoo.contract import Backbone
 
 # Expensive names whose code paths a cheaper registered name of the same family covers: not built here.
@@ -21,7 +20,8 @@ COVERED_BY = {
                                                                           'rope_mixed_ape')},
     **dict.fromkeys(('vit_base_patch16_rope_reg1_gap_256', 'vit_mediumd_patch16_rope_reg1_gap_256',
                      'vit_betwixt_patch16_rope_reg4_gap_256'), 'vit_medium_patch16_rope_reg1_gap_256'),
-    **DINOV2_EXPENSIVE,
+    **{f'vit_{size}_patch14{reg}_dinov2': f'vit_small_patch14{reg}_dinov2'
+       for size in ('base', 'large', 'giant') for reg in ('', '_reg4')},
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 

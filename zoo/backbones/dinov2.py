@@ -54,10 +54,6 @@ DINOV2_SIZES = {
     # SwiGLU hidden width (int(4 * 1536 * 2 / 3) + 7) // 8 * 8 = 4096 = int(1536 * 2.66667)
     'giant': dict(embed_dim=1536, depth=40, num_heads=24, mlp_ratio=2.66667, swiglu=True),
 }
-#: Registered names that take long to build and run, with the cheaper name covering the same code paths (the
-#: backbone contract test runs the latter).
-EXPENSIVE = {f'vit_{size}_patch14{reg}_dinov2': f'vit_small_patch14{reg}_dinov2'
-             for size in ('base', 'large', 'giant') for reg in ('', '_reg4')}
 for _size, _args in DINOV2_SIZES.items():
     for _reg in ('', '_reg4'):
         register_variant(f'vit_{_size}_patch14{_reg}_dinov2', DINOV2, mean=IMAGENET_MEAN, std=IMAGENET_STD,
