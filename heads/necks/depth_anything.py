@@ -36,13 +36,6 @@ class DepthAnythingNeck(DPTNeck):
                          fusion_channels=fusion_channels, fusion_batch_norm=fusion_batch_norm, fusion_bias=True)
         self.level_strides = list(in_strides)  # fusion follows the levels' sizes: any multiple of the patch works
 
-    def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
-        prefixes = prefixes if prefixes is not None else [None] * len(maps)
-        levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
-        levels.reverse()  # deepest first; each fusion result is upsampled to the next level's size
-        sizes = [x.shape[-2:] for x in levels[1:]] + [None]
-        fused, outputs = None, []
-        for block, x, size in zip(self.fusion, levels, sizes):
-            fused = block(x, size=size) if fused is None else block(fused, x, size=size)
-            outputs.append(fused)
-        return outputs
+    def fusion_sizes(self, levels: list[torch.Tensor]) -> list:
+        """Each fusion result upsampled to the next finer level's size (the finest one x2)."""
+        return [x.shape[-2:] for x in levels[1:]] + [None]

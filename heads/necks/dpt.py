@@ -169,8 +169,13 @@ class DPTNeck(nn.Module):
             maps, prefixes = self.level_mix(maps, prefixes)
         prefixes = prefixes if prefixes is not None else [None] * len(maps)
         levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
+        levels.reverse()  # deepest first
         fused, outputs = None, []
-        for block, x in zip(self.fusion, reversed(levels)):  # deepest first
-            fused = block(x) if fused is None else block(fused, x)
+        for block, x, size in zip(self.fusion, levels, self.fusion_sizes(levels)):
+            fused = block(x, size=size) if fused is None else block(fused, x, size=size)
             outputs.append(fused)
         return outputs
+
+    def fusion_sizes(self, levels: list[torch.Tensor]) -> list:
+        """What each fusion block (deepest first) upsamples its result to: None for x2, DPT's rule."""
+        return [None] * len(levels)
