@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     from heads.engine import ZooRunner
     from heads.engine.launch import enable_compile, load_config, setup_launcher
-    from heads.models.task_checkpoint import load_task_checkpoint
+    from heads.models.task_checkpoint import load_task_checkpoint, without_backbone_weights
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     if args.compile:
         enable_compile(cfg)
@@ -46,8 +46,7 @@ def main(argv=None) -> dict:
         cfg.custom_hooks = [h for h in cfg.custom_hooks if h.get('type') != 'PredictionVisualizationHook']
         cfg.custom_hooks.append(dict(type='PredictionVisualizationHook', show_dir=args.show_dir))
     cfg.load_from = None  # loaded below with weights-only semantics, .pth or .safetensors alike
-    if cfg.model.get('backbone', {}).get('pretrained'):  # the checkpoint holds the whole model (as mmseg's test)
-        cfg.model.backbone.pretrained = None
+    cfg.model = without_backbone_weights(cfg.model)  # the checkpoint holds the whole model
     setup_launcher(cfg, args.launcher)
     runner = ZooRunner.from_cfg(cfg)
     load_task_checkpoint(runner.model, args.checkpoint)  # this project's layout or mmseg's

@@ -1,8 +1,6 @@
 """``Predictor``: a trained config + checkpoint as a function from an image to a label map or a depth map."""
 from __future__ import annotations
 
-import copy
-
 import cv2
 import numpy as np
 import torch
@@ -11,7 +9,7 @@ from mmengine.structures import BaseDataElement
 
 from ..io.images import check_rgb, keep_ratio_size, read_rgb
 from ..registry import MODELS
-from .task_checkpoint import load_task_checkpoint
+from .task_checkpoint import load_task_checkpoint, without_backbone_weights
 
 
 class Predictor:
@@ -27,11 +25,7 @@ class Predictor:
     def __init__(self, config, checkpoint=None, device: str = 'cpu'):
         cfg = config if isinstance(config, Config) else (
             Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
-        model = cfg.model
-        if checkpoint is not None and model.get('backbone', {}).get('pretrained'):  # the checkpoint has it all
-            model = copy.deepcopy(model)
-            model.backbone.pretrained = None
-        self.model = MODELS.build(model)
+        self.model = MODELS.build(cfg.model if checkpoint is None else without_backbone_weights(cfg.model))
         if checkpoint is not None:
             load_task_checkpoint(self.model, checkpoint)  # this project's layout or mmseg's
         self.model.to(device).eval()

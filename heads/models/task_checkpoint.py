@@ -2,6 +2,8 @@
 (:mod:`zoo.weights.mmseg`), told apart by its keys."""
 from __future__ import annotations
 
+import copy
+
 from torch import nn
 
 from zoo.weights import LoadReport, load_pretrained, read_state_dict
@@ -24,3 +26,13 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
     if layout == 'mmseg':
         check_patch_bias(dpt_from_mmseg(state), model)
     return load_pretrained(model, state, format=layout, strict=strict, name=name)
+
+
+def without_backbone_weights(model_cfg: dict) -> dict:
+    """``model_cfg`` (a copy when it changes) without ``backbone.pretrained``: a whole task checkpoint loaded after
+    the build holds the backbone too, so its separate weights file is neither needed nor read (as mmseg's test)."""
+    if not model_cfg.get('backbone', {}).get('pretrained'):
+        return model_cfg
+    model_cfg = copy.deepcopy(model_cfg)
+    model_cfg['backbone']['pretrained'] = None
+    return model_cfg
