@@ -17,14 +17,13 @@ become the new length, and every scheduler that ran to the old end runs to the n
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 
 import torch
 
 from zoo.profiling import count_macs
 
 from ..registry import MODELS
+from .dense import median_seconds, train_fn
 
 KINDS = ('iters', 'flops', 'time')
 
@@ -56,18 +55,11 @@ def training_flops_per_iter(cfg, crop: tuple[int, int]) -> float:
     return 6.0 * macs * cfg.train_dataloader.batch_size
 
 
-def training_seconds_per_iter(cfg, crop: tuple[int, int], repeats: int = 3) -> float:
+def step_seconds(cfg, crop: tuple[int, int], repeats: int = 3) -> float:
     """Median seconds of a forward + backward of a random training batch at ``crop`` (after one warm-up)."""
     model = MODELS.build(copy.deepcopy(cfg.model)).train()
     x = torch.randn(cfg.train_dataloader.batch_size, 3, *crop)
-    times = []
-    for i in range(repeats + 1):
-        start = time.perf_counter()
-        model(x, mode='tensor').float().mean().backward()
-        if i:
-            times.append(time.perf_counter() - start)
-        model.zero_grad(set_to_none=True)
-    return statistics.median(times)
+    return median_seconds(train_fn(model, x, 'fp32'), x.device, repeats, warmup=1)
 
 
 def set_iterations(cfg, iters: int) -> None:
@@ -94,5 +86,5 @@ def budget_iterations(cfg, crop: tuple[int, int], budget: tuple[str, float | Non
     if kind == 'flops':
         per_iter = training_flops_per_iter(cfg, crop)
         return {'iters': max(1, round(amount * 1e12 / per_iter)), 'train_TFLOP_per_iter': per_iter / 1e12}
-    per_iter = training_seconds_per_iter(cfg, crop)
+    per_iter = step_seconds(cfg, crop)
     return {'iters': max(1, round(amount / per_iter)), 'train_s_per_iter': per_iter}
