@@ -78,12 +78,11 @@ def miou(model, data) -> float:
     """Mean IoU (%) over the classes present, on ``data``."""
     images, labels = data
     model.eval()
+    from .evaluation.metrics import IoUMetric
     predictions = torch.cat([model.predict_tensor(images[i:i + 16]).argmax(1) for i in range(0, len(images), 16)])
-    confusion = torch.bincount(labels.flatten() * NUM_CLASSES + predictions.flatten(),
-                               minlength=NUM_CLASSES ** 2).reshape(NUM_CLASSES, NUM_CLASSES).double()
-    union = confusion.sum(0) + confusion.sum(1) - confusion.diag()
-    present = confusion.sum(1) > 0
-    return float((confusion.diag()[present] / union[present]).mean() * 100)
+    intersect, union, _, label_area = IoUMetric.intersect_and_union(predictions, labels, NUM_CLASSES)
+    present = label_area > 0
+    return float((intersect[present].double() / union[present]).mean() * 100)
 
 
 @torch.no_grad()
