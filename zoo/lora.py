@@ -151,9 +151,9 @@ def _serialise(model: nn.Module) -> bytes:
 
 def save_adapters(model: nn.Module, path) -> int:
     """Write the adapters alone to ``path`` (safetensors); returns the file's size in bytes."""
-    data = _serialise(model)
-    if not adapter_state_dict(model):
+    if not lora_modules(model):
         raise ValueError(f"{type(model).__name__} has no LoRA adapters to save; call zoo.lora.apply_lora first")
+    data = _serialise(model)
     with open(path, 'wb') as f:
         f.write(data)
     return len(data)
