@@ -99,3 +99,79 @@ def test_plain_levels_and_missing_prefix_tokens_are_checked_clearly():
     prefix = [None, None, torch.randn(1, 1, 64), torch.randn(1, 1, 64)]
     with pytest.raises(ValueError, match="without prefix tokens .* plain_levels"):
         neck(maps, prefix)
+
+
+# transformers' DPT keys -> the official isl-org/DPT layout (the inverse of transformers' conversion script)
+_TO_OFFICIAL = [
+    (r'^dpt\.embeddings\.cls_token$', 'pretrained.model.cls_token'),
+    (r'^dpt\.embeddings\.position_embeddings$', 'pretrained.model.pos_embed'),
+    (r'^dpt\.embeddings\.projection\.', 'pretrained.model.patch_embed.proj.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'pretrained.model.patch_embed.backbone.stem.conv.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'pretrained.model.patch_embed.backbone.stem.norm.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d)\.layers\.(\d)\.',
+     r'pretrained.model.patch_embed.backbone.stages.\1.blocks.\2.'),
+    (r'^dpt\.encoder\.layer\.(\d)\.attention\.output\.dense\.', r'pretrained.model.blocks.\1.attn.proj.'),
+    (r'^dpt\.encoder\.layer\.(\d)\.layernorm_before\.', r'pretrained.model.blocks.\1.norm1.'),
+    (r'^dpt\.encoder\.layer\.(\d)\.layernorm_after\.', r'pretrained.model.blocks.\1.norm2.'),
+    (r'^dpt\.encoder\.layer\.(\d)\.intermediate\.dense\.', r'pretrained.model.blocks.\1.mlp.fc1.'),
+    (r'^dpt\.encoder\.layer\.(\d)\.output\.dense\.', r'pretrained.model.blocks.\1.mlp.fc2.'),
+    (r'^dpt\.layernorm\.', 'pretrained.model.norm.'),
+    (r'^neck\.reassemble_stage\.readout_projects\.(\d)\.0\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}'
+                                                                       f'.0.project.0.'),
+    (r'^neck\.reassemble_stage\.layers\.(\d)\.projection\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}.3.'),
+    (r'^neck\.reassemble_stage\.layers\.(\d)\.resize\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}.4.'),
+    (r'^neck\.convs\.(\d)\.', lambda m: f'scratch.layer{int(m[1]) + 1}_rn.'),
+    (r'^neck\.fusion_stage\.layers\.(\d)\.', lambda m: f'scratch.refinenet{4 - int(m[1])}.'),
+    (r'\.residual_layer(\d)\.convolution(\d)\.', r'.resConfUnit\1.conv\2.'),
+    (r'\.residual_layer(\d)\.batch_norm(\d)\.', r'.resConfUnit\1.bn\2.'),
+    (r'^(scratch\.refinenet\d)\.projection\.', r'\1.out_conv.'),
+    (r'^head\.head\.', 'scratch.output_conv.'),
+    (r'^auxiliary_head\.head\.', 'auxlayer.'),
+]
+
+
+def official_layout(hf_state: dict) -> dict:
+    import re
+    state, qkv = {}, {}
+    for key, value in hf_state.items():
+        fused = re.match(r'^dpt\.encoder\.layer\.(\d)\.attention\.attention\.(query|key|value)\.(weight|bias)$', key)
+        if fused:
+            qkv.setdefault((fused[1], fused[3]), {})[fused[2]] = value
+            continue
+        for pattern, replacement in _TO_OFFICIAL:
+            key = re.sub(pattern, replacement, key, count=1)
+        state[key] = value
+    for (block, kind), parts in qkv.items():
+        state[f'pretrained.model.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts[n] for n in ('query', 'key',
+                                                                                                    'value')])
+    state['pretrained.model.head.weight'] = torch.zeros(1000, SMALL['hidden_size'])  # the ViT's classifier: unused
+    assert all(k.startswith(('pretrained.', 'scratch.', 'auxlayer.')) for k in state), sorted(state)
+    return state
+
+
+@pytest.mark.parametrize('cls,overrides', [('DPTForSemanticSegmentation', dict(use_batch_norm_in_fusion_residual=True)),
+                                           ('DPTForDepthEstimation', {})])
+def test_official_dpt_hybrid_layout_loads_to_the_same_outputs(cls, overrides, tmp_path):
+    from heads.models.dpt_official import load_official_dpt
+    from heads.registry import MODELS
+    hf = save_hybrid(cls, tmp_path, **overrides)
+    torch.save(official_layout(hf.state_dict()), tmp_path / 'dpt_hybrid.pt')
+    model = MODELS.build(heads.from_pretrained_hf(tmp_path).hf_model_config)  # the same architecture, fresh weights
+    report = load_official_dpt(model, tmp_path / 'dpt_hybrid.pt')
+    assert 'backbone.norm.weight' not in report.unexpected and not report.missing
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        expected, got = hf_output(hf, x), model.eval()(x, mode='tensor')
+    assert expected.std() > 0.1 and (got - expected).abs().max() <= 1e-4
+
+
+def test_dpt_hybrid_config_builds_the_released_architecture():
+    from heads.models.dpt_official import dpt_hybrid_config
+    from heads.registry import MODELS
+    with torch.device('meta'):
+        model = MODELS.build(dpt_hybrid_config('midas'))
+    # isl-org/DPT's DPT-Hybrid: hooks [0, 1, 8, 11], scratch widths [256, 512, 768, 768], features 256
+    assert model.backbone.out_channels == [256, 512, 768, 768] and model.backbone.out_strides == [4, 8, 16, 16]
+    assert len(model.backbone.blocks) == 12 and model.neck.level_strides == [4, 8, 16, 32]
+    with pytest.raises(ValueError, match="'ade20k' or 'midas'"):
+        dpt_hybrid_config('nyu')
