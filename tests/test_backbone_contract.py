@@ -22,6 +22,7 @@ COVERED_BY = {
                      'vit_betwixt_patch16_rope_reg4_gap_256'), 'vit_medium_patch16_rope_reg1_gap_256'),
     **{f'vit_{size}_patch14{reg}_dinov2': f'vit_small_patch14{reg}_dinov2'
        for size in ('base', 'large', 'giant') for reg in ('', '_reg4')},
+    'vit_base_r50_s16_384': 'vit_base_r50_s16_224',
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 
@@ -53,10 +54,13 @@ def test_backbone_meets_the_contract(name):
             maps, prefix = backbone.forward_taps(torch.randn(1, backbone.in_chans, h, w))
         assert [tuple(m.shape) for m in maps] == [(1, c, h // s, w // s) for c, s in
                                                   zip(backbone.out_channels, backbone.out_strides)], (h, w)
-        if backbone.prefix_names:
-            assert [tuple(p.shape) for p in prefix] == [(1, len(backbone.prefix_names), c)
-                                                        for c in backbone.out_channels]
+        if backbone.prefix_names:  # a hybrid's convolutional taps carry none (prefix_taps)
+            assert len(backbone.prefix_taps) == n and any(backbone.prefix_taps)
+            assert [None if p is None else tuple(p.shape) for p in prefix] == [
+                (1, len(backbone.prefix_names), c) if tokens else None
+                for c, tokens in zip(backbone.out_channels, backbone.prefix_taps)]
         else:
+            assert not any(backbone.prefix_taps)
             assert prefix is None
     params = dict(backbone.named_parameters())
     declared = backbone.no_weight_decay()

@@ -44,3 +44,20 @@ def test_backbone_experiments_differ_from_vit_only_in_the_backbone(config, name,
     assert other.model.backbone.name == name and 'out_indices' not in other.model.backbone  # its default levels
     backbone = heads.MODELS.build(dict(other.model.backbone, **small))
     assert heads.models.backbone.backbone_description(backbone) == description
+
+
+def test_dpt_hybrid_experiment_differs_from_vit_in_the_backbone_and_the_widths_of_its_resnet_levels():
+    import torch
+
+    import heads
+    vit = Config.fromfile(str(CONFIGS / 'dpt_vitb_ade20k_ours.py'))
+    hybrid = Config.fromfile(str(CONFIGS / 'dpt_hybrid_ade20k.py'))
+    differing = differing_keys(vit, hybrid)
+    neck = ('model.backbone.', 'model.neck.hidden_channels.', 'model.neck.plain_levels')
+    assert differing and all(k.startswith(neck) for k in differing), sorted(differing)
+    small = dict(layers=(1, 1, 1), depth=2, out_indices=(0, 1, 3, 4))  # R50's widths, one block per stage, 2 blocks
+    model = heads.MODELS.build(dict(hybrid.model, backbone=dict(hybrid.model.backbone, **small))).eval()
+    assert heads.models.backbone.backbone_description(model.backbone) == {
+        'in_channels': [256, 512, 768, 768], 'in_strides': [4, 8, 16, 16], 'prefix_names': ['cls']}
+    with torch.no_grad():
+        assert model(torch.randn(1, 3, 64, 96), mode='tensor').shape == (1, 150, 64, 96)

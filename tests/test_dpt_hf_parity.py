@@ -69,9 +69,9 @@ def test_non_square_inputs_run_with_every_readout(readout, tmp_path):
         assert ours(torch.randn(1, 3, 64, 160), mode='tensor').shape == (1, 5, 64, 160)
 
 
-def test_hybrid_configs_are_refused_clearly(tmp_path):
-    (tmp_path / 'config.json').write_text('{"model_type": "dpt", "is_hybrid": true}')
-    with pytest.raises(heads.hf.dpt.CheckpointError, match='plain ViT backbone'):
+def test_external_backbone_configs_are_refused_clearly(tmp_path):  # DPT-Hybrid: tests/test_dpt_hybrid.py
+    (tmp_path / 'config.json').write_text('{"model_type": "dpt", "backbone_config": {"model_type": "dinov2"}}')
+    with pytest.raises(heads.hf.dpt.CheckpointError, match='external backbones are not'):
         heads.from_pretrained_hf(tmp_path)
     with pytest.raises(FileNotFoundError, match='config.json'):
         heads.from_pretrained_hf(tmp_path / 'nothing')

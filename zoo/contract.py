@@ -5,7 +5,9 @@ A backbone, built by :func:`zoo.create_backbone`, takes images 'b c H W' and ret
 
 - ``forward_taps(x) -> Taps(maps, prefix)``: ``maps`` are NCHW tensors 'b c_i h_i w_i', one per entry of
   ``out_indices``; ``prefix`` holds, for token backbones, each tap's prefix tokens 'b p c_i' (p = len(prefix_names)),
-  and is None for backbones without prefix tokens. ``forward(x)`` returns ``maps``.
+  and is None for backbones without prefix tokens. A hybrid (convolutional stages, then tokens) gives None in place
+  of the prefix of each tap that is a convolutional map: ``prefix_taps[i]`` says whether tap i carries prefix tokens.
+  ``forward(x)`` returns ``maps``.
 - ``out_channels[i]`` is the channel count of map i and ``out_strides[i]`` its stride: for an input whose sides are
   multiples of ``input_multiple``, map i is exactly (H / out_strides[i], W / out_strides[i]).
   ``pooled_last_level``: the last map is an extra max-pooled level (detection pyramids), ceil(H / stride) in size.
@@ -27,7 +29,7 @@ from .core.weight_decay import no_weight_decay_of
 class Taps(NamedTuple):
     """What :meth:`Backbone.forward_taps` returns: per tap a map 'b c h w', and prefix tokens 'b p c' (or None)."""
     maps: list[torch.Tensor]
-    prefix: list[torch.Tensor] | None
+    prefix: list[torch.Tensor | None] | None
 
 
 class Backbone(nn.Module):
@@ -44,6 +46,11 @@ class Backbone(nn.Module):
     pooled_last_level: bool = False
     in_chans: int = 3
     min_input_size: int = 1
+
+    @property
+    def prefix_taps(self) -> list[bool]:
+        """Per tap, whether it carries prefix tokens: every tap of a token backbone, none of the others."""
+        return [bool(self.prefix_names)] * len(self.out_indices)
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         raise NotImplementedError(f"{type(self).__name__} must implement forward_taps (see zoo.contract)")

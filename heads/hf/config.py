@@ -97,13 +97,15 @@ class _Fields:
 
 def hf_dpt_fields(config: dict, source='config.json') -> dict:
     """The checked values of the DPT fields :func:`heads.hf.dpt.model_config_from_hf` uses, with transformers'
-    defaults for absent ones. Refuses configs of other models and of hybrid or external backbones."""
+    defaults for absent ones; for DPT-Hybrid (``is_hybrid``) also its BiT backbone's (``bit``,
+    :func:`hf_bit_fields`). Refuses configs of other models and of external backbones."""
     if config.get('model_type') != 'dpt':
         raise HFConfigError(f"{source}: not a DPT config (model_type={config.get('model_type')!r})")
-    if config.get('is_hybrid') or config.get('backbone_config') or config.get('backbone'):
-        raise HFConfigError(f"{source}: only DPT with a plain ViT backbone is supported (dpt-large, dpt-large-ade, "
-                            f"base); hybrid and external backbones are not")
     f = _Fields(config, source)
+    hybrid = f.flag('is_hybrid', False)
+    if config.get('backbone') or (config.get('backbone_config') and not hybrid):
+        raise HFConfigError(f"{source}: only DPT with a ViT backbone (dpt-large, dpt-large-ade, base) or DPT-Hybrid "
+                            f"(is_hybrid, a BiT backbone_config) is supported; external backbones are not")
     if f.get('hidden_act', 'gelu') != 'gelu':
         f.fail('hidden_act', "'gelu' (the activation of this project's ViT blocks)")
     hidden, layers = f.integer('hidden_size'), f.integer('num_hidden_layers', minimum=1)
@@ -111,21 +113,26 @@ def hf_dpt_fields(config: dict, source='config.json') -> dict:
     if hidden % heads:
         f.fail('num_attention_heads', f"a divisor of hidden_size {hidden}")
     taps = f.integers('backbone_out_indices', None, 0, layers - 1)
-    if taps != sorted(set(taps)):
-        f.fail('backbone_out_indices', f"distinct increasing block indices below num_hidden_layers {layers}")
+    blocks = taps[2:] if hybrid else taps  # DPT-Hybrid reads BiT stages 0 and 1 in place of the first two
+    if blocks != sorted(set(blocks)):
+        f.fail('backbone_out_indices', f"distinct increasing block indices below num_hidden_layers {layers}"
+                                       + (" (from the third on, for DPT-Hybrid)" if hybrid else ''))
     architectures = config.get('architectures') or ['DPTForDepthEstimation']
     if not isinstance(architectures, list) or architectures[0] not in ARCHITECTURES:
         f.fail('architectures', f"a list starting with {' or '.join(ARCHITECTURES)}")
     id2label = config.get('id2label') or {}
     if not isinstance(id2label, dict):
         f.fail('id2label', 'an object mapping class ids to names')
+    neck_hidden_sizes = f.integers('neck_hidden_sizes', len(taps), 1, 1 << 16)
+    bit = hf_bit_fields(f, taps, neck_hidden_sizes) if hybrid else None
     return dict(
-        architecture=architectures[0], hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+        is_hybrid=hybrid, bit=bit, architecture=architectures[0], hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=heads,
         intermediate_size=f.integer('intermediate_size'), image_size=f.integer('image_size', 384),
         patch_size=f.integer('patch_size', 16), qkv_bias=f.flag('qkv_bias', True),
         layer_norm_eps=f.number('layer_norm_eps', 1e-12, 0.0, 1.0), backbone_out_indices=taps,
         readout_type=f.choice('readout_type', 'project', READOUTS),
-        neck_hidden_sizes=f.integers('neck_hidden_sizes', len(taps), 1, 1 << 16),
+        neck_hidden_sizes=neck_hidden_sizes,
         fusion_hidden_size=f.integer('fusion_hidden_size'),
         use_batch_norm_in_fusion_residual=f.flag('use_batch_norm_in_fusion_residual', False),
         use_bias_in_fusion_residual=f.flag('use_bias_in_fusion_residual', None, allow_none=True),
@@ -135,6 +142,54 @@ def hf_dpt_fields(config: dict, source='config.json') -> dict:
         use_auxiliary_head=f.flag('use_auxiliary_head', True),
         auxiliary_loss_weight=f.number('auxiliary_loss_weight', 0.4, 0.0, 1e3),
         add_projection=f.flag('add_projection', False))
+
+
+def hf_bit_fields(f: _Fields, taps: list[int], neck_hidden_sizes: list[int]) -> dict:
+    """DPT-Hybrid's checked BiT fields (``backbone_config``, with transformers' DPT-Hybrid defaults: R50's three
+    stages) as :class:`zoo.backbones.vit_hybrid.BiTResNet` arguments ``layers``, ``channels``, ``stem_chs`` and
+    ``num_groups``; refuses what transformers' hybrid path does not run or this project does not build (another
+    layer type or padding, dilation, more or fewer stages, a neck or projection that does not fit the stages)."""
+    bit = f.config.get('backbone_config') or {}
+    if not isinstance(bit, dict):
+        f.fail('backbone_config', 'an object of BiT config fields (or absent)')
+    b = _Fields(bit, f"{f.source}: backbone_config")
+    if bit.get('model_type', 'bit') != 'bit':
+        b.fail('model_type', "'bit' (DPT-Hybrid's backbone)")
+    if b.choice('layer_type', 'bottleneck', ('bottleneck', 'preactivation')) != 'bottleneck':
+        b.fail('layer_type', "'bottleneck' (the ViT-hybrid's post-activation ResNet)")
+    padding = b.get('global_padding', 'same')
+    if not isinstance(padding, str) or padding.lower() != 'same':
+        b.fail('global_padding', "'same' (TensorFlow padding, as DPT-Hybrid uses)")
+    if not b.flag('embedding_dynamic_padding', True):
+        b.fail('embedding_dynamic_padding', "true ('SAME' max pooling in the stem)")
+    if b.get('hidden_act', 'relu') != 'relu':
+        b.fail('hidden_act', "'relu'")
+    if b.integer('width_factor', 1) != 1:
+        b.fail('width_factor', '1')
+    if b.integer('output_stride', 32) < 16:
+        b.fail('output_stride', 'at least 16 (no dilated stages)')
+    if b.integer('num_channels', 3) != f.integer('num_channels', 3):
+        b.fail('num_channels', f"the DPT config's num_channels {f.config.get('num_channels', 3)}")
+    layers = b.integers('depths', 3, 1, 1 << 10) if 'depths' in bit else [3, 4, 9]
+    channels = b.integers('hidden_sizes', 3, 4, 1 << 16) if 'hidden_sizes' in bit else [256, 512, 1024]
+    stem, groups = b.integer('embedding_size', 64), b.integer('num_groups', 32)
+    if bit.get('out_features') not in (None, ['stage1', 'stage2', 'stage3']):
+        b.fail('out_features', "['stage1', 'stage2', 'stage3'] (DPT-Hybrid reads three stages)")
+    if any(c % 4 for c in channels) or any(w % groups for w in [stem, *channels, *(c // 4 for c in channels)]):
+        b.fail('num_groups', f"a divisor of embedding_size {stem}, hidden_sizes {channels} and their quarters")
+    if f.integer('patch_size', 16) != 16:
+        f.fail('patch_size', "16 (DPT-Hybrid's tokens are the BiT ResNet's stride-16 map)")
+    if f.choice('readout_type', 'project', READOUTS) != 'project':
+        f.fail('readout_type', "'project' (transformers' DPT-Hybrid supports no other)")
+    if len(taps) < 3:
+        f.fail('backbone_out_indices', "at least 3 indices (DPT-Hybrid: 2 ResNet stages, then tapped blocks)")
+    if neck_hidden_sizes[:2] != channels[:2]:
+        f.fail('neck_hidden_sizes', f"a list starting with the BiT stages' widths {channels[:2]} (DPT-Hybrid feeds "
+                                    f"them to the fusion as they are)")
+    shape = f.config.get('backbone_featmap_shape', [1, 1024, 24, 24])
+    if not isinstance(shape, list) or len(shape) != 4 or shape[1] != channels[-1]:
+        f.fail('backbone_featmap_shape', f"a list of 4 integers whose second is the last BiT width {channels[-1]}")
+    return dict(layers=layers, channels=channels, stem_chs=stem, num_groups=groups)
 
 
 def check_literal(value, where: str = 'model') -> None:

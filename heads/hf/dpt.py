@@ -1,10 +1,14 @@
-"""Hugging Face transformers DPT checkpoints (ViT backbone) as this project's Segmentor / DepthEstimator.
+"""Hugging Face transformers DPT checkpoints (ViT or DPT-Hybrid backbone) as this project's Segmentor / DepthEstimator.
 
 ``from_pretrained_hf(folder)`` reads ``config.json`` and ``model.safetensors`` (or ``pytorch_model.bin``) as
 written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``, builds our model from
 that config and loads the converted weights. The conversion is exact: HF's separate query/key/value
 Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does. ``config.json``
 is untrusted input: its fields are type-checked before use (:mod:`heads.hf.config`, :class:`HFConfigError`).
+
+DPT-Hybrid (``is_hybrid``): the BiT ResNet becomes :mod:`zoo.backbones.vit_hybrid`'s, tapped at stages 0 and 1 and at
+the blocks ``backbone_out_indices[2:]`` (transformers ignores the first two indices); the neck takes the two stage
+maps as they are (``plain_levels``), as transformers' Identity reassemble layers do.
 """
 from __future__ import annotations
 
@@ -27,6 +31,11 @@ _RENAMES = [
     (r'^dpt\.embeddings\.cls_token$', 'backbone.prefix.cls'),
     (r'^dpt\.embeddings\.position_embeddings$', 'backbone.pos_embed.weight'),
     (r'^dpt\.embeddings\.patch_embeddings\.projection\.', 'backbone.patch_embed.proj.'),
+    (r'^dpt\.embeddings\.projection\.', 'backbone.patch_embed.proj.'),  # DPT-Hybrid: 1x1 conv of the BiT map
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'backbone.patch_embed.backbone.stem.conv.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'backbone.patch_embed.backbone.stem.norm.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d+)\.layers\.(\d+)\.',
+     r'backbone.patch_embed.backbone.stages.\1.blocks.\2.'),
     (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.', r'backbone.blocks.\1.norm1.'),
     (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.', r'backbone.blocks.\1.norm2.'),
     (r'^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.', r'backbone.blocks.\1.attn.proj.'),
@@ -72,10 +81,16 @@ def model_config_from_hf(config: dict, source='config.json') -> dict:
                     num_heads=f['num_attention_heads'], mlp_ratio=f['intermediate_size'] / hidden,
                     qkv_bias=f['qkv_bias'], norm_eps=f['layer_norm_eps'], pos_interp='bilinear',
                     pos_antialias=False, out_indices=f['backbone_out_indices'])
+    out_strides = [int(f['patch_size'] / factor) for factor in f['reassemble_factors']]
     neck = dict(type='DPTNeck', readout=f['readout_type'], hidden_channels=f['neck_hidden_sizes'],
                 fusion_channels=fusion, fusion_batch_norm=f['use_batch_norm_in_fusion_residual'],
-                fusion_bias=f['use_bias_in_fusion_residual'],
-                out_strides=[int(f['patch_size'] / factor) for factor in f['reassemble_factors']])
+                fusion_bias=f['use_bias_in_fusion_residual'], out_strides=out_strides)
+    if f['is_hybrid']:  # levels: BiT stages 0 and 1 (strides 4, 8), then the blocks backbone_out_indices[2:]
+        bit = f['bit']
+        del backbone['patch_size']
+        backbone.update(name='vit_base_r50_s16_384', **bit,
+                        out_indices=[0, 1, *(len(bit['layers']) + i for i in f['backbone_out_indices'][2:])])
+        neck.update(plain_levels=[0, 1], out_strides=[4, 8, *out_strides[2:]])
     preprocessor = dict(type='DensePreprocessor', mean=HF_MEAN, std=HF_STD, size_divisor=32)
     if f['architecture'] == 'DPTForSemanticSegmentation':
         head = dict(type='DPTSegHead', num_classes=f['num_classes'], in_channels=fusion,

@@ -2,7 +2,7 @@
 
 Token backbones (one stride, prefix tokens) and hierarchical ones (maps at strides 4/8/16/32) take the same
 path: each level's resampling factor is its input stride over its target stride (ViT-B/16: x4, x2, x1,
-x0.5; a hierarchical backbone: x1 everywhere).
+x0.5; a hierarchical backbone: x1 everywhere). DPT-Hybrid's ResNet maps enter as they are (``plain_levels``).
 """
 from __future__ import annotations
 
@@ -46,6 +46,10 @@ class Readout(nn.Module):
     def forward(self, x: torch.Tensor, prefix: torch.Tensor | None) -> torch.Tensor:
         if self.mode == 'ignore':
             return x
+        if prefix is None:
+            raise ValueError(f"readout {self.mode!r} got a level without prefix tokens (a convolutional tap of a "
+                             f"hybrid backbone, see its prefix_taps): list that level in the DPT neck's plain_levels "
+                             f"or use readout='ignore'")
         if self.mode == 'add':
             readout = prefix[:, self.add_indices].mean(dim=1)  # b c
             return x + readout[:, :, None, None]
@@ -65,13 +69,15 @@ def resampler(channels: int, factor: float) -> nn.Module:
 
 
 class ReassembleLevel(nn.Module):
-    """Readout -> 1x1 projection to this level's width -> resampling to its target stride."""
+    """Readout -> 1x1 projection to this level's width -> resampling to its target stride; ``plain``: none of them,
+    the map as it is."""
 
-    def __init__(self, in_channels: int, out_channels: int, factor: float, readout: str, prefix_names=()):
+    def __init__(self, in_channels: int, out_channels: int, factor: float, readout: str, prefix_names=(),
+                 plain: bool = False):
         super().__init__()
-        self.readout = Readout(readout, in_channels, prefix_names)
-        self.proj = nn.Conv2d(in_channels, out_channels, 1)
-        self.resample = resampler(out_channels, factor)
+        self.readout = Readout('ignore' if plain else readout, in_channels, prefix_names)
+        self.proj = nn.Identity() if plain else nn.Conv2d(in_channels, out_channels, 1)
+        self.resample = nn.Identity() if plain else resampler(out_channels, factor)
 
     def forward(self, x: torch.Tensor, prefix: torch.Tensor | None = None) -> torch.Tensor:
         return self.resample(self.proj(self.readout(x, prefix)))
@@ -129,13 +135,16 @@ class DPTNeck(nn.Module):
     init: 'torch' (PyTorch's defaults) or 'mmseg' (mmcv's ConvModule kaiming init; :mod:`heads.conv_init`).
     ``level_mix``: the backbone gives more levels than the neck has (a ViT tapped at every block) and a learned
     softmax mix over all of them makes each neck level (:class:`heads.necks.level_mix.LevelMix`).
+    ``plain_levels``: levels that enter the fusion convs as the backbone gives them, without readout, projection or
+    resampling (DPT-Hybrid's ResNet stages; transformers' ``neck_ignore_stages``): their in_channels must be their
+    hidden_channels and their in_strides their out_strides.
     """
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
                  readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
                  out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
                  fusion_batch_norm: bool = False, fusion_bias: bool | None = None, deepest_skip_unit: bool = True,
-                 init: str = 'torch', level_mix: bool = False):
+                 init: str = 'torch', level_mix: bool = False, plain_levels: Sequence[int] = ()):
         super().__init__()
         self.level_mix = LevelMix.for_neck(in_channels, in_strides, len(hidden_channels)) if level_mix else None
         if level_mix:  # the neck's levels are the mixes: one per hidden width, of the backbone's width and stride
@@ -151,10 +160,12 @@ class DPTNeck(nn.Module):
                 raise ValueError(f"cannot resample strides {list(in_strides)} to {list(out_strides)}: "
                                  f"factor {f} is not a power of two in [1/4, 8]")
         readout = readout if prefix_names else 'ignore'
+        plain = self._check_plain_levels(plain_levels, in_channels, hidden_channels, factors)
         self.factors = factors
         self.level_strides = list(out_strides)  # the reassembled levels' strides, which fusion adds up exactly
-        self.reassemble = nn.ModuleList(ReassembleLevel(c_in, c_out, f, readout, prefix_names)
-                                        for c_in, c_out, f in zip(in_channels, hidden_channels, factors))
+        self.reassemble = nn.ModuleList(ReassembleLevel(c_in, c_out, f, readout, prefix_names, plain=i in plain)
+                                        for i, (c_in, c_out, f) in enumerate(zip(in_channels, hidden_channels,
+                                                                                 factors)))
         self.convs = nn.ModuleList(nn.Conv2d(c, fusion_channels, 3, padding=1, bias=False) for c in hidden_channels)
         self.fusion = nn.ModuleList(FusionBlock(fusion_channels, fusion_batch_norm, fusion_bias,
                                                 skip_unit=deepest_skip_unit or i > 0)
@@ -163,6 +174,18 @@ class DPTNeck(nn.Module):
         if check_init(init) == 'mmseg':  # the convs mmseg builds as ConvModules
             conv_module_init(*[level.proj for level in self.reassemble], *self.convs,
                              *[m for block in self.fusion for m in block.modules() if m is not block])
+
+    @staticmethod
+    def _check_plain_levels(plain_levels, in_channels, hidden_channels, factors) -> set[int]:
+        plain = set(plain_levels)
+        if any(not isinstance(i, int) or not 0 <= i < len(factors) for i in plain):
+            raise ValueError(f"plain_levels must be level indices in [0, {len(factors)}), got {list(plain_levels)}")
+        for i in sorted(plain):
+            if in_channels[i] != hidden_channels[i] or factors[i] != 1:
+                raise ValueError(f"plain level {i} enters the fusion as it is, so its input must already be the "
+                                 f"level's width and stride: in_channels {in_channels[i]} vs hidden_channels "
+                                 f"{hidden_channels[i]}, resampling x{factors[i]} (in_strides / out_strides) vs x1")
+        return plain
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
         if self.level_mix is not None:

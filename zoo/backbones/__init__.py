@@ -1,19 +1,17 @@
 """Backbone families, one file each; importing a family registers its named variants."""
-from . import coatnet, crossvit, cvt, deit, dinov2, swin, vit, vit_rope  # noqa: F401  (registration)
+from . import coatnet, crossvit, cvt, deit, dinov2, levit, pit, swin, vit, vit_hybrid, vit_rope  # noqa: F401
 from .coatnet import CoAtNetBackbone, CoAtNetClassifier, CoAtNetEncoder
 from .crossvit import CrossViTBackbone, CrossViTClassifier, CrossViTEncoder
 from .cvt import CvTBackbone, CvTClassifier, CvTEncoder
 from .deit import DistilledBackbone, DistilledClassifier
+from .levit import LeViTBackbone, LeViTClassifier, LeViTEncoder
+from .pit import PiTBackbone, PiTClassifier, PiTEncoder
 from .swin import SwinBackbone, SwinClassifier, SwinEncoder
 from .vit import ViTBackbone, ViTClassifier, ViTEncoder
+from .vit_hybrid import ViTHybridBackbone, ViTHybridClassifier, ViTHybridEncoder
 
 __all__ = ['CoAtNetBackbone', 'CoAtNetClassifier', 'CoAtNetEncoder', 'CrossViTBackbone', 'CrossViTClassifier',
            'CrossViTEncoder', 'CvTBackbone', 'CvTClassifier', 'CvTEncoder', 'DistilledBackbone', 'DistilledClassifier',
-           'SwinBackbone', 'SwinClassifier', 'SwinEncoder',
-           'ViTBackbone', 'ViTClassifier', 'ViTEncoder']
-
-from . import levit, pit  # noqa: F401  (registration: LeViT, PiT)
-from .levit import LeViTBackbone, LeViTClassifier, LeViTEncoder
-from .pit import PiTBackbone, PiTClassifier, PiTEncoder
-
-__all__ += ['LeViTBackbone', 'LeViTClassifier', 'LeViTEncoder', 'PiTBackbone', 'PiTClassifier', 'PiTEncoder']
+           'LeViTBackbone', 'LeViTClassifier', 'LeViTEncoder', 'PiTBackbone', 'PiTClassifier', 'PiTEncoder',
+           'SwinBackbone', 'SwinClassifier', 'SwinEncoder', 'ViTBackbone', 'ViTClassifier', 'ViTEncoder',
+           'ViTHybridBackbone', 'ViTHybridClassifier', 'ViTHybridEncoder']

@@ -110,13 +110,17 @@ class ViTEncoder(nn.Module):
         """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
         check_images(self, x)
         x, grid = self.patch_embed(x)
+        return self.add_prefix_and_positions(x, grid), grid
+
+    def add_prefix_and_positions(self, x: torch.Tensor, grid) -> torch.Tensor:
+        """Patch tokens 'b (h w) d' -> 'b (p + h w) d': prefix tokens prepended, positions added, dropout."""
         if self.pos_embed is None:
             x = self.prefix(x)
         elif self.pos_embed.num_prefix:
             x = self.prefix(x) + self.pos_embed(grid)
         else:
             x = self.prefix(x + self.pos_embed(grid))
-        return self.pos_drop(x), grid
+        return self.pos_drop(x)
 
     def run_blocks(self, x: torch.Tensor, grid, taps=(), stop: int | None = None):
         """Blocks 0..stop-1 on tokens 'b n d'; returns the last tokens and those after each tap index."""

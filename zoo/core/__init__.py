@@ -29,14 +29,16 @@ from .pooling import AttentionPool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
 from .qkv import ConvQKV, FusedQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
+from .std_conv import MaxPool2dSame, StdConv2d, pad_same
 from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
 __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
            'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
-           'LearnedPosEmbed', 'LinearBN', 'Mlp', 'NoWeightDecay', 'PatchEmbed', 'PrefixTokens', 'QVBiasQKV',
-           'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftedWindowAttention', 'SinCosPosEmbed',
-           'SplitQKV', 'StridedQueryQKV', 'activate', 'activation_layer', 'cpu_has_bf16_kernels', 'grad_free',
-           'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'resample_grid_embed',
-           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']
+           'LearnedPosEmbed', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed', 'PrefixTokens',
+           'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftedWindowAttention',
+           'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate', 'activation_layer',
+           'cpu_has_bf16_kernels', 'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of',
+           'pad_same', 'resample_grid_embed', 'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing',
+           'sincos_2d', 'square_grid']
