@@ -2,6 +2,7 @@
 from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
+from .conv_grad import ShiftGemmConv2d, shift_gemm_weight_grads
 from .execution import (
                         Checkpointable,
                         cpu_has_bf16_kernels,
@@ -37,8 +38,8 @@ from .windows import ShiftedWindowAttention
 __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
            'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
            'LearnedPosEmbed', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed', 'PrefixTokens',
-           'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftedWindowAttention',
-           'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate', 'activation_layer',
-           'cpu_has_bf16_kernels', 'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of',
-           'pad_same', 'resample_grid_embed', 'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing',
-           'sincos_2d', 'square_grid']
+           'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftGemmConv2d',
+           'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
+           'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast',
+           'no_weight_decay_of', 'pad_same', 'resample_grid_embed', 'resize_offset_table', 'set_fused_attention',
+           'set_grad_checkpointing', 'shift_gemm_weight_grads', 'sincos_2d', 'square_grid']

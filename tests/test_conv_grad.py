@@ -1,0 +1,92 @@
+"""Convolution weight gradients as shifted GEMMs (zoo.core.conv_grad) equal autograd's through nn.Conv2d."""
+import pytest
+import torch
+from torch import nn
+
+from zoo.core import ShiftGemmConv2d, StdConv2d, shift_gemm_weight_grads
+from zoo.core.conv_grad import conv_weight_grad, takes_shift_gemm
+
+CASES = [  # n, c_in, c_out, kernel, padding, h, w
+    (2, 5, 7, (3, 3), (1, 1), 9, 11), (1, 4, 3, (1, 1), (0, 0), 6, 5), (3, 6, 4, (5, 5), (2, 2), 7, 8),
+    (2, 3, 4, (3, 3), (0, 0), 8, 6), (1, 2, 3, (4, 4), (1, 1), 7, 9), (2, 3, 3, (3, 5), (2, 1), 5, 6)]
+
+
+@pytest.mark.parametrize('n, c, o, kernel, padding, h, w', CASES)
+def test_weight_gradient_equals_autograd_in_float64(n, c, o, kernel, padding, h, w):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(c, o, kernel, padding=padding).double()
+    x = torch.randn(n, c, h, w, dtype=torch.double)
+    y = conv(x)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    for layout in (torch.contiguous_format, torch.channels_last):
+        ours = conv_weight_grad(x.contiguous(memory_format=layout), grad.contiguous(memory_format=layout), kernel,
+                                padding)
+        assert ours.shape == conv.weight.shape
+        torch.testing.assert_close(ours, conv.weight.grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('weight_layout', [torch.contiguous_format, torch.channels_last])
+def test_module_trains_like_nn_conv2d(weight_layout):
+    """Same outputs (bitwise: the forward is oneDNN's either way), same input gradient (bitwise), weight and bias
+    gradients within float32 rounding; the state dict is untouched."""
+    torch.manual_seed(0)
+    ref = nn.Conv2d(8, 6, 3, padding=1).to(memory_format=weight_layout)
+    conv = nn.Conv2d(8, 6, 3, padding=1).to(memory_format=weight_layout)
+    conv.load_state_dict(ref.state_dict())
+    shift_gemm_weight_grads(conv)
+    assert isinstance(conv, ShiftGemmConv2d) and conv.state_dict().keys() == ref.state_dict().keys()
+    x = torch.randn(2, 8, 12, 10).contiguous(memory_format=torch.channels_last)
+    assert takes_shift_gemm(conv, x, conv.weight)
+    xs, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ys, yr = conv(xs), ref(xr)
+    grad = torch.randn_like(yr)
+    ys.backward(grad)
+    yr.backward(grad)
+    assert torch.equal(ys, yr) and torch.equal(xs.grad, xr.grad)
+    torch.testing.assert_close(conv.weight.grad, ref.weight.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(conv.bias.grad, ref.bias.grad, rtol=1e-5, atol=1e-5)
+    assert conv.weight.grad.is_contiguous(memory_format=weight_layout)
+
+
+def test_other_convolutions_and_modes_take_the_plain_path():
+    conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
+    x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
+    assert takes_shift_gemm(conv, x, conv.weight)
+    assert not takes_shift_gemm(conv, x.contiguous(), conv.weight)  # oneDNN's NCHW kernel is fast
+    with torch.no_grad():
+        assert not takes_shift_gemm(conv, x, conv.weight)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        assert not takes_shift_gemm(conv, x, conv.weight)
+    for other in (nn.Conv2d(4, 4, 3, stride=2, padding=1), nn.Conv2d(4, 4, 3, padding=2, dilation=2),
+                  nn.Conv2d(4, 4, 3, padding=1, groups=2), nn.Conv2d(4, 4, 3, padding='same'),
+                  nn.Conv2d(4, 4, 3, padding=1, padding_mode='reflect')):
+        assert not takes_shift_gemm(shift_gemm_weight_grads(other), x, other.weight), other
+
+
+def test_subclasses_keep_their_own_forward():
+    """A subclass (here the weight-standardised conv, which standardises in _conv_forward's caller) keeps its
+    behaviour and gradients; the converted class is made once per subclass."""
+    torch.manual_seed(0)
+    ref, conv = StdConv2d(4, 6, 3, padding=1), StdConv2d(4, 6, 3, padding=1)
+    conv.load_state_dict(ref.state_dict())
+    shift_gemm_weight_grads(conv)
+    assert isinstance(conv, StdConv2d) and isinstance(conv, ShiftGemmConv2d)
+    assert type(shift_gemm_weight_grads(StdConv2d(4, 6, 3, padding=1))) is type(conv)
+    x = torch.randn(2, 4, 9, 7).contiguous(memory_format=torch.channels_last)
+    ys, yr = conv(x), ref(x)
+    torch.testing.assert_close(ys, yr, rtol=0, atol=1e-6)
+    grad = torch.randn_like(yr)
+    ys.backward(grad)
+    yr.backward(grad)
+    torch.testing.assert_close(conv.weight.grad, ref.weight.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_models_use_it_in_neck_and_head():
+    from heads.registry import MODELS
+    backbone = dict(type='ZooBackbone', name='vit_tiny_patch16_224', depth=4, img_size=64, out_indices=(0, 1, 2, 3))
+    model = MODELS.build(dict(type='Segmentor', backbone=backbone,
+                              neck=dict(type='DPTNeck', hidden_channels=(16, 16, 16, 16), fusion_channels=16),
+                              decode_head=dict(type='DPTSegHead', in_channels=16, num_classes=3)))
+    convs = [m for m in [*model.neck.modules(), *model.decode_head.modules()] if isinstance(m, nn.Conv2d)]
+    assert convs and all(isinstance(m, ShiftGemmConv2d) for m in convs)

@@ -1,0 +1,109 @@
+"""Convolution weight gradients as k*k matrix products over shifted views (stride-1 convolutions on CPU).
+
+oneDNN's weight-gradient kernel for channels-last activations runs far below the matmul rate on some CPUs (on
+an AVX-512 EPYC: about 10 GFLOP/s against 70 for a 2048^3 product, one thread; the forward and the input
+gradient of the same convolution run at 70). It was most of the DPT ViT-B training step: the neck's and head's
+3x3 convolutions at 1/8-1/2 resolution hold ~40% of the model's FLOPs. For a stride-1, undilated, ungrouped
+convolution the weight gradient is one product per kernel offset (dy, dx)::
+
+    dW[:, :, dy, dx] = sum over output pixels p of  g[p] (o) x_pad[p + (dy, dx)] (c)
+
+With channels-last memory, pad x to 'n (h+2p+1) (w+2p) c' and g with zeros to the same grid: flattened to rows
+'(n h w) c', the shifted input of offset (dy, dx) is the contiguous slice starting at dy*(w+2p)+dx, so each
+offset is one GEMM on views, no im2col. Positions in the padding get a zero gradient, so they add nothing;
+the extra bottom row keeps every slice inside the buffer.
+
+:class:`ShiftGemmConv2d` is an ``nn.Conv2d`` (same parameters and state dict) that takes this path in training
+on CPU for channels-last inputs; elsewhere it is ``nn.Conv2d``. :func:`shift_gemm_weight_grads` converts the
+convolutions of a model in place. The forward and the input gradient stay oneDNN's.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def conv_weight_grad(x: torch.Tensor, grad: torch.Tensor, kernel: tuple[int, int], padding: tuple[int, int]):
+    """dL/dW of a stride-1 convolution, 'o c kh kw', from its input x 'n c h w' and output gradient
+    'n o h_out w_out' (any memory layout; channels-last avoids two copies)."""
+    (kh, kw), (ph, pw) = kernel, padding
+    n, c, h, w = x.shape
+    h_out, w_out, width = grad.shape[-2], grad.shape[-1], w + 2 * pw
+    rows = h + 2 * ph + 1
+    xf = F.pad(x.permute(0, 2, 3, 1), (0, 0, pw, pw, ph, ph + 1)).reshape(-1, c)  # (n rows width) c
+    gf = F.pad(grad.permute(0, 2, 3, 1), (0, 0, 0, width - w_out, 0, rows - h_out)).reshape(-1, grad.shape[1])
+    length = gf.shape[0] - (kh - 1) * width - (kw - 1)  # every nonzero gradient row lies before this
+    gf = gf[:length]
+    out = x.new_empty(grad.shape[1], kh, kw, c)
+    for dy in range(kh):
+        for dx in range(kw):
+            start = dy * width + dx
+            torch.mm(gf.t(), xf[start:start + length], out=out[:, dy, dx])
+    return out.permute(0, 3, 1, 2)
+
+
+class _ShiftGemmConv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, padding):
+        ctx.save_for_backward(x, weight)
+        ctx.padding, ctx.has_bias = padding, bias is not None
+        return F.conv2d(x, weight, bias, 1, padding)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_x = torch.ops.aten.convolution_backward(
+                grad, x, weight, None, [1, 1], list(ctx.padding), [1, 1], False, [0, 0], 1, [True, False, False])[0]
+        if ctx.needs_input_grad[1]:
+            grad_w = conv_weight_grad(x, grad, weight.shape[-2:], ctx.padding).contiguous(
+                memory_format=_format_of(weight))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = grad.sum((0, 2, 3))
+        return grad_x, grad_w, grad_b, None
+
+
+def _format_of(t: torch.Tensor):
+    return torch.channels_last if t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(
+        memory_format=torch.channels_last) else torch.contiguous_format
+
+
+def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x."""
+    return (x.device.type == 'cpu' and torch.is_grad_enabled() and weight.requires_grad
+            and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu')
+            and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
+            and conv.padding_mode == 'zeros' and isinstance(conv.padding, tuple) and x.dim() == 4
+            and x.is_contiguous(memory_format=torch.channels_last))
+
+
+class ShiftGemmConv2d(nn.Conv2d):
+    """``nn.Conv2d`` whose weight gradient in CPU training is :func:`conv_weight_grad` (see the module doc)."""
+
+    def _conv_forward(self, x, weight, bias):
+        if takes_shift_gemm(self, x, weight):
+            return _ShiftGemmConv.apply(x, weight, bias, self.padding)
+        return super()._conv_forward(x, weight, bias)
+
+
+def shift_gemm_weight_grads(model: nn.Module) -> nn.Module:
+    """Every ``nn.Conv2d`` of ``model`` (subclasses included) computes its CPU training weight gradient by
+    shifted GEMMs; same parameters, state dict and outputs. Returns ``model``."""
+    for module in model.modules():
+        cls = type(module)
+        if isinstance(module, nn.Conv2d) and not issubclass(cls, ShiftGemmConv2d):
+            module.__class__ = _with_shift_gemm(cls)
+    return model
+
+
+_CLASSES: dict[type, type] = {nn.Conv2d: ShiftGemmConv2d}
+
+
+def _with_shift_gemm(cls: type) -> type:
+    """``cls`` with :class:`ShiftGemmConv2d` behind it in the method order (one class per ``cls``)."""
+    if cls not in _CLASSES:
+        _CLASSES[cls] = type(cls.__name__, (cls, ShiftGemmConv2d), {'__module__': cls.__module__,
+                                                                  '__doc__': cls.__doc__})
+    return _CLASSES[cls]
