@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
+from mmengine.logging import print_log
 from mmengine.registry import MODEL_WRAPPERS
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
@@ -90,6 +91,7 @@ class FullyShardedModel(nn.Module):
         module.register_load_state_dict_pre_hook(_shard_model_state)
         self.module = module
         self.units = len(units) + 1
+        self._memory_logged = False
 
     # ------------------------------------------------------------------------------------- mmengine's steps
     def train_step(self, data, optim_wrapper) -> dict:
@@ -98,6 +100,9 @@ class FullyShardedModel(nn.Module):
             losses = self._run_forward(data, mode='loss')
         parsed_loss, log_vars = self.module.parse_losses(losses)
         optim_wrapper.update_params(parsed_loss)
+        if not self._memory_logged and getattr(optim_wrapper, 'optimizer', None) and optim_wrapper.optimizer.state:
+            self._memory_logged = True  # once, after the first step has built the optimizer state
+            print_log(memory_line(*self.local_bytes(optim_wrapper.optimizer)), logger='current')
         return log_vars
 
     def val_step(self, data) -> list:
@@ -133,6 +138,13 @@ class FullyShardedModel(nn.Module):
         local = sum(_local(t).numel() * t.element_size() for t in tensors)
         full = sum(t.numel() * t.element_size() for t in tensors)
         return local, full
+
+
+def memory_line(local: int, full: int) -> str:
+    """The log line of :meth:`FullyShardedModel.local_bytes` (rank 0's shards are the largest: dim 0 is cut in
+    chunks of ceil(n / W), the last ones shorter)."""
+    return (f"FSDP: parameters + optimizer state on rank {dist.get_rank()}: {local} bytes ({local / 2 ** 20:.2f} MiB); "
+            f"unsharded, as on every DDP process: {full} bytes ({full / 2 ** 20:.2f} MiB); ratio {local / full:.3f}")
 
 
 def _local(tensor: torch.Tensor) -> torch.Tensor:
