@@ -129,15 +129,21 @@ class FullyShardedModel(nn.Module):
             optimizer._takes_full_state = True
 
     def local_bytes(self, optimizer: torch.optim.Optimizer | None = None) -> tuple[int, int]:
-        """(bytes this process holds, bytes an unsharded copy holds) of the parameters and, given ``optimizer``,
-        of its state tensors: what DDP keeps on every process against what FSDP keeps on this one."""
-        tensors = list(self.module.parameters())
-        if optimizer is not None:
-            tensors += [v for state in optimizer.state.values() for v in state.values()
-                        if isinstance(v, torch.Tensor) and v.dim() > 0]
-        local = sum(_local(t).numel() * t.element_size() for t in tensors)
-        full = sum(t.numel() * t.element_size() for t in tensors)
-        return local, full
+        """:func:`held_bytes` of the sharded model."""
+        return held_bytes(self.module, optimizer)
+
+
+def held_bytes(module: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> tuple[int, int]:
+    """(bytes this process holds, bytes an unsharded copy holds) of ``module``'s parameters and, given
+    ``optimizer``, of its state tensors: for a sharded module, what FSDP keeps on this process against what DDP
+    keeps on every process; for a plain one, both the same."""
+    tensors = list(module.parameters())
+    if optimizer is not None:
+        tensors += [v for state in optimizer.state.values() for v in state.values()
+                    if isinstance(v, torch.Tensor) and v.dim() > 0]
+    local = sum(_local(t).numel() * t.element_size() for t in tensors)
+    full = sum(t.numel() * t.element_size() for t in tensors)
+    return local, full
 
 
 def memory_line(local: int, full: int) -> str:
