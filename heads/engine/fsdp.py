@@ -10,7 +10,9 @@ mmengine's Runner, with checkpoints in the same format as every other run.
   backward). A model without such blocks is one unit: its states are still sharded, its peak is not lowered.
 - **Mixed precision** (``param_dtype`` / ``reduce_dtype``, e.g. ``'bfloat16'``): the dtype the gathered
   parameters are computed in and the dtype gradients are averaged in; the sharded parameters and the optimizer
-  stay fp32. Default: fp32 for both. ``--amp`` (autocast) works on top, as with DDP.
+  stay fp32. Default: fp32 for both. BatchNorm layers stay fp32 (units of their own; their running statistics
+  are fp32 buffers, which torch's batch norm does not mix with bf16 weights), their outputs cast back to
+  ``param_dtype``. ``--amp`` (autocast) works on top, as with DDP.
 - **Activation checkpointing** (``activation_checkpointing=True``): the blocks recompute their activations in
   backward (the project's own switch, :func:`zoo.core.set_grad_checkpointing`; FSDP gathers a block's parameters
   before its backward, so the recomputation has them).
@@ -35,6 +37,7 @@ from mmengine.logging import print_log
 from mmengine.registry import MODEL_WRAPPERS
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
+from torch.nn.modules.batchnorm import _BatchNorm
 
 from zoo.core import set_grad_checkpointing
 from zoo.core.execution import Checkpointable
@@ -87,6 +90,12 @@ class FullyShardedModel(nn.Module):
         units = shard_units(module)
         for unit in units:
             fully_shard(unit, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+        if policy.param_dtype not in (None, torch.float32):  # BatchNorm in fp32 (its statistics are), output cast
+            norm_policy = MixedPrecisionPolicy(param_dtype=torch.float32, reduce_dtype=policy.reduce_dtype,
+                                               output_dtype=policy.param_dtype)
+            for norm in [m for m in module.modules() if isinstance(m, _BatchNorm) and m.affine]:
+                fully_shard(norm, mesh=mesh, mp_policy=norm_policy, reshard_after_forward=reshard_after_forward)
+                units.append(norm)
         fully_shard(module, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
         module.register_load_state_dict_pre_hook(_shard_model_state)
         self.module = module
