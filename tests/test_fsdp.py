@@ -1,8 +1,9 @@
 """Sharded training (``tools/train.py --strategy fsdp``) on CPU with 2 gloo processes, against DDP.
 
-Four runs of the quickstart, shrunk (48x64 scenes, batch 2 per process, 4 iterations, checkpoints at 2 and 4), in
-one torchrun launch, shared by the tests: DDP; FSDP with activation checkpointing; FSDP resumed from the FSDP run's
-iteration-2 checkpoint; 2 iterations of FSDP with bf16 parameters. The quickstart is kept as it is otherwise
+Five runs of the quickstart, shrunk (48x64 scenes, batch 2 per process, 4 iterations, checkpoints at 2 and 4, AdamW
+with gradient clipping at norm 1, which the gradients of ~8 exceed), in one torchrun launch, shared by the tests:
+DDP; FSDP with activation checkpointing; FSDP and DDP each resumed from the FSDP run's iteration-2 checkpoint;
+2 iterations of FSDP with bf16 parameters. The quickstart is kept as it is otherwise
 (flip, dropout, DropPath, per-process BatchNorm): both strategies give each rank the same batches and draw the same
 random numbers on it (FSDP initialises and broadcasts before sharding; checkpointed blocks replay their random
 state), so they compute the same per-rank losses; only the sums differ in order (DDP all-reduces bucketed
@@ -24,6 +25,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from heads.engine.logs import read_scalars
+
 from .test_distributed import ROOT, run
 from .training_logs import logged
 
@@ -42,14 +45,15 @@ val_dataloader = dict(dataset=dict(num_samples=4, size={SIZE}))
 test_dataloader = val_dataloader
 train_cfg = dict(max_iters={ITERS}, val_interval={ITERS})
 default_hooks = dict(checkpoint=dict(interval={HALF}, max_keep_ckpts=3), logger=dict(interval=1))
+optim_wrapper = dict(clip_grad=dict(max_norm=1.0))
 """)
     return config
 
 
-def four_runs(config, tmp: Path) -> None:
-    """DDP, FSDP, FSDP resumed from the FSDP run's iteration HALF, and HALF iterations of FSDP with bf16
-    parameters, each tools/train.py's main, in the same two processes (one launch: the imports, most of a run's
-    time here, are paid once)."""
+def five_runs(config, tmp: Path) -> None:
+    """DDP, FSDP, FSDP resumed from the FSDP run's iteration HALF, DDP resumed from it, and HALF iterations of
+    FSDP with bf16 parameters, each tools/train.py's main, in the same two processes (one launch: the imports,
+    most of a run's time here, are paid once)."""
     import torch.distributed as dist
 
     sys.path[:0] = [str(ROOT), str(ROOT / 'tools')]
@@ -60,11 +64,13 @@ def four_runs(config, tmp: Path) -> None:
     train.main([*common, '--work-dir', str(tmp / 'ddp')])
     train.main([*common, '--work-dir', str(tmp / 'fsdp'), *fsdp])
     if dist.get_rank() == 0:
-        (tmp / 'resumed').mkdir()
-        for name in (f'iter_{HALF}.pth', f'iter_{HALF}.pth.sha256'):
-            shutil.copy(tmp / 'fsdp' / name, tmp / 'resumed' / name)
+        for resumed in ('resumed', 'ddp_resumed'):
+            (tmp / resumed).mkdir()
+            for name in (f'iter_{HALF}.pth', f'iter_{HALF}.pth.sha256'):
+                shutil.copy(tmp / 'fsdp' / name, tmp / resumed / name)
     dist.barrier()
     train.main([*common, '--work-dir', str(tmp / 'resumed'), '--resume', *fsdp])
+    train.main([*common, '--work-dir', str(tmp / 'ddp_resumed'), '--resume'])
     train.main([*common, '--work-dir', str(tmp / 'bf16'), '--strategy', 'fsdp', '--cfg-options',
                 'model_wrapper_cfg.param_dtype=bfloat16', 'model_wrapper_cfg.reduce_dtype=float32',
                 f'train_cfg.max_iters={HALF}'])
@@ -73,7 +79,7 @@ def four_runs(config, tmp: Path) -> None:
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('fsdp')
-    run('-m', 'tests.test_fsdp', small_quickstart(tmp), tmp, nproc=WORLD)  # four_runs, below
+    run('-m', 'tests.test_fsdp', small_quickstart(tmp), tmp, nproc=WORLD)  # five_runs, below
     return tmp
 
 
@@ -94,9 +100,13 @@ def test_fsdp_trains_like_ddp(runs):
     weight_diff = max_diff(ddp['state_dict'], fsdp['state_dict'])
     state = lambda c: {f'{i}.{k}': v for i, s in c['optimizer']['state'].items() for k, v in s.items()}  # noqa: E731
     adam_diff = max_diff(state(ddp), state(fsdp))
+    # the norm clipped at 1 (over the shards under FSDP): the same before clipping, and clipping did act
+    norms, ddp_norms = read_scalars(tmp / 'fsdp')['train']['grad_norm'], read_scalars(tmp / 'ddp')['train']['grad_norm']
+    norm_diff = max(abs(norms[i] - ddp_norms[i]) / ddp_norms[i] for i in ddp_norms)
     print(f'FSDP vs DDP, 2 processes x batch {PER_RANK}, {ITERS} iterations: weights {weight_diff:.2e}, '
-          f'losses {loss_diff:.2e}, AdamW moments {adam_diff:.2e}')
-    assert weight_diff <= TOL and loss_diff <= TOL and adam_diff <= TOL
+          f'losses {loss_diff:.2e}, AdamW moments {adam_diff:.2e}, gradient norms {norm_diff:.2e} (relative)')
+    assert weight_diff <= TOL and loss_diff <= TOL and adam_diff <= TOL and norm_diff <= TOL
+    assert sorted(norms) == list(range(1, ITERS + 1)) and min(norms.values()) > 1
     assert metrics == ddp_metrics and 'mIoU' in metrics  # validated by the sharded model, gathered from both ranks
 
 
@@ -146,6 +156,17 @@ def test_fsdp_resume_is_bit_exact(runs):
     assert all(resumed_losses[i] == losses[i] for i in resumed_losses) and resumed_metrics == metrics
 
 
+def test_ddp_resumes_from_an_fsdp_checkpoint(runs):
+    """The optimizer state FSDP writes is DDP's format: DDP resumed from FSDP's iteration HALF ends where DDP's
+    own run does, within the FSDP/DDP tolerance."""
+    tmp = runs
+    ddp, resumed = checkpoint(tmp / 'ddp' / f'iter_{ITERS}.pth'), checkpoint(tmp / 'ddp_resumed' / f'iter_{ITERS}.pth')
+    diff = max_diff(ddp['state_dict'], resumed['state_dict'])
+    print(f'DDP resumed from the FSDP checkpoint vs DDP throughout: weights {diff:.2e}')
+    assert diff <= TOL
+    assert sorted(logged(tmp / 'ddp_resumed')[0]) == list(range(HALF + 1, ITERS + 1))
+
+
 def test_fsdp_holds_about_half_of_ddp_s_memory_per_process(runs):
     """Rank 0's count of its parameter and AdamW-state bytes (logged by the run) against the formula: each
     tensor's dim 0 cut in chunks of ceil(n / 2), rank 0 taking the first; DDP holds every tensor whole."""
@@ -193,4 +214,4 @@ def test_fsdp_without_torchrun_says_what_to_do():
 
 
 if __name__ == '__main__':
-    four_runs(sys.argv[1], Path(sys.argv[2]))
+    five_runs(sys.argv[1], Path(sys.argv[2]))
