@@ -5,9 +5,10 @@ mmengine's Runner, with checkpoints in the same format as every other run.
 
 - **Sharding**: each transformer block (every :class:`zoo.core.execution.Checkpointable` part: ViT, CrossViT and
   LeViT blocks) is its own FSDP unit, and the root takes the rest (embeddings, neck, head). Each process keeps
-  1/W of every parameter (dim 0, padded to a multiple of W), of its gradient and of the optimizer state built on
-  it; a unit's full parameters exist only while it runs (all-gathered before its forward and again before its
-  backward). A model without such blocks is one unit: its states are still sharded, its peak is not lowered.
+  1/W of every parameter (dim 0 cut in chunks of ceil(n / W), rank 0 taking the first), of its gradient and of
+  the optimizer state built on it; a unit's full parameters exist only while it runs (all-gathered before its
+  forward and again before its backward). A model without such blocks is one unit: its states are still sharded,
+  its peak is not lowered.
 - **Mixed precision** (``param_dtype`` / ``reduce_dtype``, e.g. ``'bfloat16'``): the dtype the gathered
   parameters are computed in and the dtype gradients are averaged in; the sharded parameters and the optimizer
   stay fp32. Default: fp32 for both. BatchNorm layers stay fp32 (units of their own; their running statistics
@@ -87,15 +88,16 @@ class FullyShardedModel(nn.Module):
         mesh = init_device_mesh(device.type, (dist.get_world_size(),))
         policy = MixedPrecisionPolicy(param_dtype=_dtype(param_dtype, 'param_dtype'),
                                       reduce_dtype=_dtype(reduce_dtype, 'reduce_dtype'))
-        units = shard_units(module)
-        for unit in units:
-            fully_shard(unit, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+        units = []  # innermost first: a unit's parameters are those no unit inside it took
         if policy.param_dtype not in (None, torch.float32):  # BatchNorm in fp32 (its statistics are), output cast
             norm_policy = MixedPrecisionPolicy(param_dtype=torch.float32, reduce_dtype=policy.reduce_dtype,
                                                output_dtype=policy.param_dtype)
             for norm in [m for m in module.modules() if isinstance(m, _BatchNorm) and m.affine]:
                 fully_shard(norm, mesh=mesh, mp_policy=norm_policy, reshard_after_forward=reshard_after_forward)
                 units.append(norm)
+        for unit in shard_units(module):
+            fully_shard(unit, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+            units.append(unit)
         fully_shard(module, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
         module.register_load_state_dict_pre_hook(_shard_model_state)
         self.module = module
