@@ -101,6 +101,20 @@ def test_convs_stay_fp32_under_cpu_autocast_with_the_same_weights():
     torch.testing.assert_close(model(x), expected)  # outside autocast: the plain convolution
 
 
+def test_transposed_convs_stay_fp32_under_cpu_autocast_with_bf16_weights():
+    """bf16 weights (what FSDP's param_dtype gathers) included: computed as fp32 from the bf16 values, with
+    output_size honoured."""
+    up = nn.ConvTranspose2d(4, 4, 2, stride=2).to(torch.bfloat16)
+    weight, bias = up.weight.float(), up.bias.float()
+    keep_convs_fp32_on_cpu_autocast(up, force=True)
+    x = torch.randn(1, 4, 5, 5)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        out = up(x, output_size=(11, 11))
+    assert out.dtype == torch.float32 and out.shape[-2:] == (11, 11)
+    expected = torch.nn.functional.conv_transpose2d(x, weight, bias, stride=2, output_padding=1)
+    torch.testing.assert_close(out, expected)
+
+
 @pytest.mark.skipif(cpu_has_bf16_kernels(), reason='this CPU has bf16 convolutions: they stay bf16 under autocast')
 def test_every_convolution_of_a_task_model_stays_fp32_under_cpu_autocast():
     import heads

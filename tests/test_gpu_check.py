@@ -1,5 +1,5 @@
 """tools/gpu_check.py on a machine without CUDA: it says so and runs every step tiny on the CPU, each with a real
-result (a DDP run through torchrun, two deterministic runs compared bit for bit)."""
+result (DDP and FSDP runs through torchrun, two deterministic runs compared bit for bit)."""
 import importlib.util
 from pathlib import Path
 
@@ -18,5 +18,7 @@ def test_the_cpu_path_runs_every_step(tmp_path):
     assert '% of the measured' in rows['train']['detail']
     assert rows['flash']['result'] in ('yes', 'no') and float(rows['inference_big']['result'].split()[0]) > 0
     assert rows['ddp']['result'] == 'ok' and 'gloo' in rows['ddp']['detail']
+    assert rows['fsdp']['result'] == 'ok' and 'gloo' in rows['fsdp']['detail'], rows['fsdp']
+    assert 'rank 0 holds 1.000 of the parameter + optimizer bytes' in rows['fsdp']['detail']  # one process: all
     assert rows['deterministic']['result'] == 'equal'
     assert 'no CUDA device' in out.read_text().splitlines()[0]

@@ -4,6 +4,7 @@
     python tools/train.py configs/dpt_vitb_ade20k.py --data-root /data/ade --amp
     python tools/train.py CONFIG --resume                # continue from the work dir's last checkpoint
     torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch
+    torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch --strategy fsdp   # sharded
 """
 from __future__ import annotations
 
@@ -28,11 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help='override config keys, e.g. train_cfg.max_iters=100')
     parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
                         help="'pytorch' under torchrun (one process per GPU, or gloo processes on CPU)")
+    parser.add_argument('--strategy', choices=['ddp', 'fsdp'], default='ddp',
+                        help="with --launcher pytorch: 'ddp' (a whole model per process) or 'fsdp' (parameters, "
+                             "gradients and optimizer state sharded over the processes; docs/distributed.md)")
     return parser
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.strategy == 'fsdp' and args.launcher == 'none':
+        parser.error("--strategy fsdp shards the model over the processes of a distributed launch: run it under "
+                     "torchrun with --launcher pytorch, e.g. torchrun --nproc_per_node 2 tools/train.py CONFIG "
+                     "--launcher pytorch --strategy fsdp")
     from heads.engine import ZooRunner
     from heads.engine.launch import (
         enable_autocast,
@@ -51,7 +60,7 @@ def main(argv=None):
         enable_deterministic(cfg)
     if args.resume:
         enable_resume(cfg, None if args.resume == 'auto' else args.resume)
-    setup_launcher(cfg, args.launcher)
+    setup_launcher(cfg, args.launcher, args.strategy)
     runner = ZooRunner.from_cfg(cfg)
     runner.train()
     return runner

@@ -10,7 +10,9 @@ Steps (each a row ``step | result | detail``; a failing step is reported and the
 - ``compile``: forward img/s eager and under ``torch.compile``;
 - ``ddp``: ``torchrun --nproc_per_node 1 tools/train.py ... --launcher pytorch`` for a few iterations (NCCL on
   CUDA, gloo on CPU) on the built-in quickstart scenes (no dataset needed);
-- ``fsdp``: sharded training through tools/train.py (reported as not available until ``--strategy fsdp`` exists);
+- ``fsdp``: the same run with ``--strategy fsdp`` (one process per GPU; one gloo process on CPU), the gathered
+  parameters in bf16 (fp32 on a CPU without bf16 units), activation checkpointing on; with the per-process share
+  of parameter + optimizer bytes it logs (1 / processes, plus padding);
 - ``deterministic``: two ``--deterministic`` runs of the quickstart, their final weights compared bit for bit.
 
 Without CUDA the same steps run tiny on the CPU (the quickstart's model at 64x96), which is what the test suite
@@ -19,6 +21,7 @@ runs; the table says which device it measured.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -86,12 +89,12 @@ def flash_row(model, p: dict, device: str) -> dict:
     return _row('flash', 'yes', f"the model's attention ran under flash-only SDPA ({p['dtype']})")
 
 
-def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0) -> list[str]:
+def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0, options=()) -> list[str]:
     launch = ['-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={nproc}'] if nproc else []
     iters = p['train_iters']
     return [sys.executable, *launch, str(ROOT / 'tools' / 'train.py'), str(QUICKSTART), '--work-dir', str(work_dir),
             *extra, '--cfg-options', f'train_cfg.max_iters={iters}', f'train_cfg.val_interval={iters}',
-            f'default_hooks.checkpoint.interval={iters}', 'val_dataloader.dataset.num_samples=4']
+            f'default_hooks.checkpoint.interval={iters}', 'val_dataloader.dataset.num_samples=4', *options]
 
 
 def run_command(command: list[str]) -> tuple[bool, str, float]:
@@ -112,7 +115,7 @@ def training_rows(p: dict, device: str) -> list[dict]:
         rows.append(_row('ddp', 'ok' if ok else 'FAILED',
                          f"1 process, {backend}, {p['train_iters']} iterations, {seconds:.0f} s" + ('' if ok else
                                                                                                       f': {tail}')))
-        rows.append(_row('fsdp', 'not available', 'tools/train.py has no --strategy fsdp yet (issue 26, item 1)'))
+        rows.append(fsdp_row(p, device, tmp / 'fsdp'))
         finals = []
         for k in range(2):
             ok, tail, _ = run_command(train_command(p, tmp / f'det{k}', '--deterministic'))
@@ -126,6 +129,23 @@ def training_rows(p: dict, device: str) -> list[dict]:
                          f"two --deterministic runs of {p['train_iters']} iterations, {len(finals[0])} tensors "
                          f"compared bit for bit"))
     return rows
+
+
+def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
+    """``torchrun ... --launcher pytorch --strategy fsdp`` on every GPU (one process on CPU)."""
+    nproc = torch.cuda.device_count() if device.startswith('cuda') else 1
+    dtype = 'bfloat16' if p['dtype'] == 'bf16' else 'float32'
+    ok, tail, seconds = run_command(train_command(
+        p, work_dir, '--launcher', 'pytorch', '--strategy', 'fsdp', nproc=nproc,
+        options=(f'model_wrapper_cfg.param_dtype={dtype}', 'model_wrapper_cfg.activation_checkpointing=True')))
+    backend = 'NCCL' if device.startswith('cuda') else 'gloo'
+    detail = f"{nproc} process(es), {backend}, {dtype} parameters, {p['train_iters']} iterations, {seconds:.0f} s"
+    if not ok:
+        return _row('fsdp', 'FAILED', f'{detail}: {tail}')
+    logs = sorted(work_dir.glob('*/*.log'))
+    found = re.search(r'ratio ([\d.]+)', logs[0].read_text()) if logs else None
+    share = f"; rank 0 holds {float(found[1]):.3f} of the parameter + optimizer bytes" if found else ''
+    return _row('fsdp', 'ok', detail + share)
 
 
 def gpu_check(device: str | None = None, compile: bool = True) -> tuple[list[dict], str]:

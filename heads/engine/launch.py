@@ -61,15 +61,26 @@ def enable_resume(cfg: Config, checkpoint: str | None) -> None:
     cfg.load_from = checkpoint
 
 
-def setup_launcher(cfg: Config, launcher: str) -> None:
+STRATEGIES = ('ddp', 'fsdp')
+FSDP_WRAPPER = 'FullyShardedModel'
+
+
+def setup_launcher(cfg: Config, launcher: str, strategy: str = 'ddp') -> None:
     """'pytorch' (torchrun): NCCL on GPUs as mmengine does; on CPU, gloo initialised here and the model wrapped
     by DDP without device_ids (mmengine would call torch.cuda.set_device and pass ``device_ids=[LOCAL_RANK]``,
     both of which fail on CPU). A ``model_wrapper_cfg`` of the config is kept, completed for CPU.
 
+    ``strategy='fsdp'``: the model is sharded over the processes instead (:mod:`heads.engine.fsdp`); options of
+    the wrapper given in the config (``model_wrapper_cfg.param_dtype=bfloat16``, ...) are kept.
+
     DDP looks for parameters without gradient (``find_unused_parameters``) unless the config says otherwise:
     DPT's deepest fusion block has no skip input, so its first residual unit never takes part in the loss, and
     DDP without the search stops at the second iteration."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r} is not one of {STRATEGIES}")
     cfg.launcher = launcher
+    if strategy == 'fsdp':
+        _use_fsdp(cfg, launcher)
     if launcher == 'none':
         return
     cfg.setdefault('find_unused_parameters', True)
@@ -91,3 +102,17 @@ def _cpu_model_wrapper_cfg(wrapper_cfg, find_unused_parameters: bool) -> dict:
         wrapper_cfg.setdefault('find_unused_parameters', find_unused_parameters)
         wrapper_cfg['device_ids'] = None
     return wrapper_cfg
+
+
+def _use_fsdp(cfg: Config, launcher: str) -> None:
+    """``model_wrapper_cfg`` of type FullyShardedModel (its options in the config kept); refused without a
+    distributed launch, or over another wrapper the config names."""
+    if launcher == 'none':
+        raise ValueError("--strategy fsdp shards the model over the processes of a distributed launch, and "
+                         "--launcher is 'none' (one process, nothing to shard over). Launch it with torchrun: "
+                         "torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch --strategy fsdp")
+    wrapper = dict(cfg.get('model_wrapper_cfg') or {})
+    if wrapper.get('type', FSDP_WRAPPER) != FSDP_WRAPPER:
+        raise ValueError(f"--strategy fsdp: the config's model_wrapper_cfg is {wrapper['type']!r}; remove it, or "
+                         f"train without --strategy fsdp")
+    cfg.model_wrapper_cfg = {**wrapper, 'type': FSDP_WRAPPER}

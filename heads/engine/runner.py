@@ -14,6 +14,9 @@
 - ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`zoo.weights.mmseg`).
 - ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
   keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
+- A sharded model (:class:`~heads.engine.fsdp.FullyShardedModel`, ``--strategy fsdp``) is gathered by every
+  process into full tensors that rank 0 writes, in the format of an unsharded run; it initialises itself before
+  sharding, and its model and optimizer cut the full tensors they load to their shards.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from .class_count import more_classes_message
 from .compile import compile_from_config
 from .console import show_essentials_on_console
 from .effective_batch import apply_effective_batch, world_size_of
+from .fsdp import gather_full, is_fully_sharded
 
 PARTIAL_SUFFIX = '.partial'
 _NUMBERED = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
@@ -132,7 +136,21 @@ class ZooRunner(Runner):
 
     def wrap_model(self, model_wrapper_cfg, model):
         compile_from_config(model, self.cfg.get('compile_parts'))  # before DDP wraps it (heads/engine/compile.py)
-        return super().wrap_model(model_wrapper_cfg, model)
+        wrapped = super().wrap_model(model_wrapper_cfg, model)
+        if is_fully_sharded(wrapped):
+            self.logger.info(f"FSDP: the model is sharded over {self.world_size} processes in {wrapped.units} units")
+        return wrapped
+
+    def _init_model_weights(self) -> None:
+        if not is_fully_sharded(self.model):  # a sharded model was initialised and broadcast before sharding
+            super()._init_model_weights()
+
+    def build_optim_wrapper(self, optim_wrapper):
+        optim_wrapper = super().build_optim_wrapper(optim_wrapper)
+        if is_fully_sharded(self.model):
+            for optimizer in _optimizers(optim_wrapper):
+                self.model.accept_full_optimizer_state(optimizer)
+        return optim_wrapper
 
     # ------------------------------------------------------------------------------------------- writing
     def register_default_hooks(self, hooks=None) -> None:
@@ -143,6 +161,28 @@ class ZooRunner(Runner):
         super().register_default_hooks(hooks)
 
     def save_checkpoint(self, out_dir, filename, *args, **kwargs):
+        if is_fully_sharded(self.model):
+            save_optimizer = kwargs.get('save_optimizer', args[1] if len(args) > 1 else True)
+            self._gathered = self._gather_sharded_state(save_optimizer)
+        try:
+            return self._save_checkpoint(out_dir, filename, *args, **kwargs)
+        finally:
+            self._gathered = None
+
+    def _gather_sharded_state(self, save_optimizer: bool) -> dict:
+        """The sharded model's (and optimizer's) full state, gathered by every process, kept on rank 0: what an
+        unsharded run writes under ``state_dict`` and ``optimizer``."""
+        gathered = {'state_dict': gather_full(self.model.module.state_dict())}
+        if save_optimizer:
+            gathered['optimizer'] = gather_full(self.optim_wrapper.state_dict())
+        return gathered
+
+    def call_hook(self, fn_name: str, **kwargs) -> None:
+        if fn_name == 'before_save_checkpoint' and getattr(self, '_gathered', None):
+            kwargs['checkpoint'].update(self._gathered)  # the full tensors in place of this process's shards
+        super().call_hook(fn_name, **kwargs)
+
+    def _save_checkpoint(self, out_dir, filename, *args, **kwargs):
         if '://' in str(out_dir):  # a remote store: mmengine's writer, no rename to make atomic
             return super().save_checkpoint(out_dir, filename, *args, **kwargs)
         partial, final = Path(out_dir) / (filename + PARTIAL_SUFFIX), Path(out_dir) / filename
@@ -235,3 +275,10 @@ class ZooRunner(Runner):
         self._has_loaded = True
         self.logger.info(f'Load checkpoint from {path}' + (' (mmseg layout)' if report.format == 'mmseg' else ''))
         return checkpoint
+
+
+def _optimizers(optim_wrapper) -> list:
+    """The torch optimizers of an OptimWrapper or an OptimWrapperDict."""
+    if hasattr(optim_wrapper, 'optim_wrappers'):
+        return [w.optimizer for w in optim_wrapper.optim_wrappers.values()]
+    return [optim_wrapper.optimizer]

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
 from .attention import Attention
@@ -76,13 +77,17 @@ class Fp32OnCPUAutocastConv2d(nn.Conv2d):
 
 
 class Fp32OnCPUAutocastConvTranspose2d(nn.ConvTranspose2d):
-    """``nn.ConvTranspose2d`` that runs in fp32 inside CPU autocast (result fp32)."""
+    """``nn.ConvTranspose2d`` that runs in fp32 inside CPU autocast (result fp32), bf16 weights included (FSDP's
+    ``param_dtype``)."""
 
     def forward(self, x, output_size=None):
         if not _in_cpu_autocast(x):
             return super().forward(x, output_size)
         with torch.autocast('cpu', enabled=False):
-            return super().forward(x.float(), output_size)
+            padding = self._output_padding(x, output_size, self.stride, self.padding, self.kernel_size, 2,
+                                           self.dilation)
+            return F.conv_transpose2d(x.float(), self.weight.float(), None if self.bias is None else self.bias.float(),
+                                      self.stride, self.padding, padding, self.groups, self.dilation)
 
 
 _FP32_ON_CPU_AUTOCAST = {nn.Conv2d: Fp32OnCPUAutocastConv2d, nn.ConvTranspose2d: Fp32OnCPUAutocastConvTranspose2d}
