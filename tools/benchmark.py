@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--out', type=Path, default=None, help='also write the table as Markdown here')
     parser.add_argument('--dpt', action='store_true',
                         help="DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation: forward, "
-                             "forward+backward and peak memory")
+                             "training step (forward, backward, fused AdamW) and peak memory")
     parser.add_argument('--checkpointing', action='store_true',
                         help='with --dpt or --dense: also train with activation checkpointing')
     parser.add_argument('--dense', nargs='*', metavar='CONFIG', default=None,
@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help='with --dense: the first config with each of these backbones (NAME or NAME:{...})')
     parser.add_argument('--layouts', nargs='+', choices=['channels_last', 'contiguous'], default=['channels_last'],
                         help='with --dense: neck/head convolution weight layouts')
-    parser.add_argument('--train', action='store_true', help='with --dense: also time forward + backward')
+    parser.add_argument('--train', action='store_true',
+                        help='with --dense: also time a training step (forward, backward, fused AdamW)')
     parser.add_argument('--compile', action='store_true', help='with --dense: torch.compile the model first')
     parser.add_argument('--depth-anything', choices=['vits', 'vitb', 'vitl'], default=None, metavar='ENCODER',
                         help="Depth Anything V2 (vits, vitb or vitl) forward vs transformers' "
@@ -166,7 +167,8 @@ def main_dense(args) -> list[dict]:
     header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
               f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 F.linear products in "
               f"the same dtype, timed in rounds alternating with the forward; matmul_pct = median over rounds of "
-              f"the model's rate / the matmul rate")
+              f"the model's rate / the matmul rate; training: a step (forward, backward, fused AdamW) of 3 x the "
+              f"forward's FLOPs, timed the same way (train_matmul_pct)")
     print(header, *header_rows(DENSE_COLUMNS), sep='\n')
     rows = benchmark_models(
         configs, sizes=sizes, batches=args.batch or [1], dtypes=args.dtypes or ['fp32'], layouts=args.layouts,
@@ -197,7 +199,8 @@ def main_sweep(args) -> list[dict]:
 
 
 DENSE_COLUMNS = ['model', 'dtype', 'layout', 'ckpt', 'compile', 'batch', 'size', 'params_M', 'GMACs', 'fwd_img_s',
-                 'GFLOP_s', 'matmul_GFLOP_s', 'matmul_pct', 'fwd_peak_MiB', 'train_img_s', 'train_peak_MiB']
+                 'GFLOP_s', 'matmul_GFLOP_s', 'matmul_pct', 'fwd_peak_MiB', 'train_img_s', 'train_GFLOP_s',
+                 'train_matmul_pct', 'train_peak_MiB']
 SWEEP_COLUMNS = ['size', 'tokens', 'attention', 'dtype', 'seconds', 'peak_MiB', 'backbone_peak_MiB']
 
 

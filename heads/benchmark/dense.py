@@ -56,8 +56,9 @@ def matmul_gflops(device: str = 'cpu', dtype: str = 'fp32', n: int = 2048, iters
 
 
 def forward_against_matmul(forward, flops: float, device: torch.device, dtype: str, iters: int, warmup: int):
-    """(forward seconds, matmul GFLOP/s, model rate / matmul rate): the model's forward and the matmul timed in
-    alternating rounds, each ratio taken within its round, so that the machine's drift hits both alike."""
+    """(seconds, matmul GFLOP/s, model rate / matmul rate): the model's pass (a forward, or a training step with
+    its FLOPs) and the matmul timed in alternating rounds, each ratio taken within its round, so that the
+    machine's drift hits both alike."""
     matmul, matmul_flops = matmul_call(device, dtype)
     for _ in range(warmup):
         forward()
@@ -82,15 +83,36 @@ def forward_fn(model, x, dtype: str):
     return run
 
 
-def train_fn(model, x, dtype: str):
-    """One forward + backward of the model's output (train mode: dropout, batch statistics)."""
+def train_fn(model, x, dtype: str, keep_grads: bool = False):
+    """One forward + backward of the model's output (train mode: dropout, batch statistics); the gradients are
+    freed after it unless ``keep_grads``."""
     def run():
         with autocast(x.device, dtype):
             out = model(x, mode='tensor')
         out.float().mean().backward()
-        for p in model.parameters():
-            p.grad = None
+        if not keep_grads:
+            for p in model.parameters():
+                p.grad = None
     return run
+
+
+def train_step_fn(model, x, dtype: str):
+    """One training step: forward + backward of the model's output and an AdamW step (fused: one kernel for all
+    parameters, on CPU too; the per-parameter loop costs about 6x more), gradients freed after it."""
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6, fused=True)
+    backward = train_fn(model, x, dtype, keep_grads=True)
+
+    def run():
+        backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return run
+
+
+def warm(fn):
+    """``fn`` after one call (a training step's optimizer state exists: the peak is then the step's own)."""
+    fn()
+    return fn
 
 
 def peak_of(fn, device) -> float:
@@ -114,11 +136,12 @@ def benchmark_one(name: str, cfg, *, size, batch: int, dtype: str, device: str, 
                                                          warmup)
     row.update(fwd_img_s=batch / seconds, GFLOP_s=flops / seconds / 1e9, matmul_GFLOP_s=matmul_rate,
                matmul_pct=100 * share, fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device))
-    if train:
+    if train:  # training FLOPs: 3 x the forward's (backward: one product for the input, one for the weights)
         model.train()
-        step = train_fn(runnable, x, dtype)
-        row.update(train_img_s=batch / median_seconds(step, device, iters, warmup),
-                   train_peak_MiB=peak_of(train_fn(model, x, dtype), device))
+        seconds, matmul_rate, share = forward_against_matmul(train_step_fn(runnable, x, dtype), 3 * flops, device,
+                                                             dtype, iters, warmup)
+        row.update(train_img_s=batch / seconds, train_GFLOP_s=3 * flops / seconds / 1e9, train_matmul_pct=100 * share,
+                   train_peak_MiB=peak_of(warm(train_step_fn(model, x, dtype)), device))
     return row
 
 
