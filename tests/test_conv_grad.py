@@ -6,6 +6,13 @@ from torch import nn
 from zoo.core import ShiftGemmConv2d, StdConv2d, shift_gemm_weight_grads
 from zoo.core.conv_grad import conv_weight_grad, takes_shift_gemm
 
+
+@pytest.fixture(autouse=True)
+def shift_gemm_chosen(monkeypatch):
+    """The GEMMs taken whatever this CPU's measurement chose (the choice itself: test_choice_*)."""
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')
+
+
 CASES = [  # n, c_in, c_out, kernel, padding, h, w
     (2, 5, 7, (3, 3), (1, 1), 9, 11), (1, 4, 3, (1, 1), (0, 0), 6, 5), (3, 6, 4, (5, 5), (2, 2), 7, 8),
     (2, 3, 4, (3, 3), (0, 0), 8, 6), (1, 2, 3, (4, 4), (1, 1), 7, 9), (2, 3, 3, (3, 5), (2, 1), 5, 6)]
@@ -90,3 +97,18 @@ def test_dense_models_use_it_in_neck_and_head():
                               decode_head=dict(type='DPTSegHead', in_channels=16, num_classes=3)))
     convs = [m for m in [*model.neck.modules(), *model.decode_head.modules()] if isinstance(m, nn.Conv2d)]
     assert convs and all(isinstance(m, ShiftGemmConv2d) for m in convs)
+
+
+def test_choice_follows_the_measurement_and_the_environment(monkeypatch):
+    from zoo.core import conv_grad
+    conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
+    x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'onednn')
+    assert not takes_shift_gemm(conv, x, conv.weight)
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'auto')
+    speedup = conv_grad.shift_gemm_speedup()
+    assert speedup > 0 and conv_grad.shift_gemm_speedup() == speedup  # measured once per process
+    assert takes_shift_gemm(conv, x, conv.weight) == (speedup >= conv_grad.MIN_SPEEDUP)
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'fastest')
+    with pytest.raises(ValueError, match="ZOO_CONV_WEIGHT_GRAD must be one of .*'fastest'"):
+        takes_shift_gemm(conv, x, conv.weight)

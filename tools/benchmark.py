@@ -7,7 +7,8 @@ Backbones (as classifiers) vs timm, or transformers for CvT; same weights (ours 
 DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation (forward, training, checkpointing):
     python tools/benchmark.py --dpt --checkpointing
 Whole dense models from configs (default: the ViT-B ADE20K config at its 512x512 crop), each model's achieved
-GFLOP/s next to this machine's matmul rate (2048^3 F.linear products timed in the same rounds):
+GFLOP/s next to this machine's matmul rate (2048^3 products, through oneDNN where it is the faster fp32 GEMM,
+timed in the same rounds):
     python tools/benchmark.py --dense configs/dpt_vitb_ade20k.py configs/dpt_cvt13_ade20k.py --dtypes fp32 bf16
     python tools/benchmark.py --dense --backbones deit_small_patch16_224 --batch 1 4 --layouts channels_last \
         contiguous --checkpointing --train [--compile]
@@ -165,8 +166,9 @@ def main_dense(args) -> list[dict]:
     configs = dense_configs(args)
     sizes = {name: (args.size, args.size) if args.size else crop_size(cfg) for name, cfg in configs.items()}
     header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-              f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 F.linear products in "
-              f"the same dtype, timed in rounds alternating with the forward; matmul_pct = median over rounds of "
+              f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 Linear products in "
+              f"the same dtype (fp32 CPU: the faster of MKL and oneDNN, as the models' Linears), timed in rounds "
+              f"alternating with the forward; matmul_pct = median over rounds of "
               f"the model's rate / the matmul rate; training: a step (forward, backward, fused AdamW) of 3 x the "
               f"forward's FLOPs, timed the same way (train_matmul_pct)")
     print(header, *header_rows(DENSE_COLUMNS), sep='\n')

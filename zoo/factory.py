@@ -5,7 +5,7 @@ import logging
 
 from torch import nn
 
-from .core import keep_convs_fp32_on_cpu_autocast, set_grad_checkpointing
+from .core import fast_cpu_linears, keep_convs_fp32_on_cpu_autocast, set_grad_checkpointing
 from .registry import get_variant
 from .weights import load_pretrained
 
@@ -45,13 +45,14 @@ def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, gr
 
 
 def _finish(model: nn.Module, pretrained, grad_checkpointing: bool) -> nn.Module:
-    """Weights, checkpointing, and convolutions kept fp32 under CPU bf16 autocast where the CPU has no bf16
-    convolution kernel (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`)."""
+    """Weights, checkpointing, convolutions kept fp32 under CPU bf16 autocast where the CPU has no bf16
+    convolution kernel (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`), and Linears through oneDNN where it
+    is this CPU's faster fp32 GEMM (:mod:`zoo.core.cpu_gemm`)."""
     if pretrained is True:
         raise ValueError(pretrained_true_message(model.pretrained_cfg['name']))
     if pretrained is not None and pretrained is not False:  # False: timm's spelling of "no weights"
         load_pretrained(model, pretrained)
-    return keep_convs_fp32_on_cpu_autocast(set_grad_checkpointing(model, grad_checkpointing))
+    return fast_cpu_linears(keep_convs_fp32_on_cpu_autocast(set_grad_checkpointing(model, grad_checkpointing)))
 
 
 def pretrained_true_message(name: str) -> str:

@@ -25,6 +25,8 @@ import math
 import torch
 from torch import nn
 
+from .core.cpu_gemm import CPULinear, cpu_linear_class, plain_linear_class
+
 DEFAULT_TARGETS = ('*.attn.qkv', '*.attn.qkv.*')  # the attention's q/k/v projection, fused or separate
 
 
@@ -108,7 +110,10 @@ def apply_lora(model: nn.Module, targets=DEFAULT_TARGETS, rank: int = 8, alpha: 
 
 def _adapt(module: nn.Linear, rank: int, alpha: float, dropout: float) -> None:
     weight = module.weight
-    module.__class__ = _lora_class(type(module))
+    fast = isinstance(module, CPULinear)  # LoRA's forward must come before the oneDNN one in the method order
+    module.__class__ = _lora_class(plain_linear_class(type(module)))
+    if fast:
+        module.__class__ = cpu_linear_class(module.__class__)
     module.lora_a = nn.Parameter(torch.empty(rank, module.in_features, device=weight.device, dtype=weight.dtype))
     module.lora_b = nn.Parameter(torch.zeros(module.out_features, rank, device=weight.device, dtype=weight.dtype))
     nn.init.kaiming_uniform_(module.lora_a, a=math.sqrt(5))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import weakref
 
@@ -12,9 +13,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
+from zoo.core.cpu_gemm import uses_onednn
+
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def _onednn_linear_flops(x_shape, weight_shape, *args, **kwargs) -> int:
+    """'... k, n k -> ... n': 2 FLOPs per multiply-accumulate."""
+    return 2 * math.prod(x_shape) * weight_shape[0]
+
+
+_EXTRA_FLOPS = {torch.ops.mkldnn._linear_pointwise: _onednn_linear_flops} if hasattr(
+    torch.ops.mkldnn, '_linear_pointwise') else {}
 
 
 @torch.no_grad()
@@ -22,9 +34,10 @@ def count_macs(model: nn.Module, x: torch.Tensor) -> int:
     """Multiply-accumulates of one forward (torch's FlopCounterMode counts 2 FLOPs per MAC).
 
     Attention runs through SDPA's math backend here so that its two matmuls are counted (the fused CPU
-    kernels are invisible to the counter).
+    kernels are invisible to the counter); oneDNN's fp32 linear (zoo.core.cpu_gemm) counts as a linear.
     """
-    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+    uses_onednn()  # its one-off probe of the library runs outside the counter
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False, custom_mapping=_EXTRA_FLOPS) as counter:
         model(x)
     return counter.get_total_flops() // 2
 

@@ -8,7 +8,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from zoo.core import keep_convs_fp32_on_cpu_autocast, shift_gemm_weight_grads
+from zoo.core import fast_cpu_linears, keep_convs_fp32_on_cpu_autocast, shift_gemm_weight_grads
 from zoo.core.resize import interpolate
 
 from ..registry import MODELS
@@ -65,14 +65,16 @@ class DenseModel(TaskModel):
         """Conv weights in channels-last layout with ``channels_last`` (faster convolutions on CPU and GPU; token
         maps from ViT backbones already are 'b h w c' in memory), convolutions kept fp32 under CPU bf16 autocast
         where the CPU has no bf16 kernels (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`), and CPU training
-        weight gradients of stride-1 convolutions computed as GEMMs (:mod:`zoo.core.conv_grad`: oneDNN's
-        channels-last kernel for them runs at a seventh of the matmul rate on some CPUs)."""
+        weight gradients of stride-1 convolutions computed as GEMMs where that is faster (:mod:`zoo.core.conv_grad`:
+        oneDNN's channels-last kernel for them runs at a seventh of the matmul rate on some CPUs), and Linears
+        through oneDNN where it is this CPU's faster fp32 GEMM (:mod:`zoo.core.cpu_gemm`)."""
         for part in parts:
             if part is not None:
                 if self.channels_last:
                     part.to(memory_format=torch.channels_last)
                 keep_convs_fp32_on_cpu_autocast(part)
                 shift_gemm_weight_grads(part)
+                fast_cpu_linears(part)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps, deepest first."""

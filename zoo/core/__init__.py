@@ -3,6 +3,7 @@ from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
 from .conv_grad import ShiftGemmConv2d, shift_gemm_weight_grads
+from .cpu_gemm import CPULinear, fast_cpu_linears
 from .execution import (
                         Checkpointable,
                         cpu_has_bf16_kernels,
@@ -35,11 +36,12 @@ from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
-__all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
-           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
-           'LearnedPosEmbed', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed', 'PrefixTokens',
-           'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftGemmConv2d',
+__all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'CPULinear',
+           'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6',
+           'LayerScale', 'LearnedPosEmbed', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed',
+           'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftGemmConv2d',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
-           'activation_layer', 'cpu_has_bf16_kernels', 'grad_free', 'init_linear', 'keep_convs_fp32_on_cpu_autocast',
-           'no_weight_decay_of', 'pad_same', 'resample_grid_embed', 'resize_offset_table', 'set_fused_attention',
-           'set_grad_checkpointing', 'shift_gemm_weight_grads', 'sincos_2d', 'square_grid']
+           'activation_layer', 'cpu_has_bf16_kernels', 'fast_cpu_linears', 'grad_free', 'init_linear',
+           'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
+           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'shift_gemm_weight_grads',
+           'sincos_2d', 'square_grid']

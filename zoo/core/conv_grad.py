@@ -3,7 +3,11 @@
 oneDNN's weight-gradient kernel for channels-last activations runs far below the matmul rate on some CPUs (on
 an AVX-512 EPYC: about 10 GFLOP/s against 70 for a 2048^3 product, one thread; the forward and the input
 gradient of the same convolution run at 70). It was most of the DPT ViT-B training step: the neck's and head's
-3x3 convolutions at 1/8-1/2 resolution hold ~40% of the model's FLOPs. For a stride-1, undilated, ungrouped
+3x3 convolutions at 1/8-1/2 resolution hold ~40% of the model's FLOPs. On other CPUs (a later AVX-512 EPYC) the
+same kernel runs at 135-200 GFLOP/s, faster than these GEMMs: which path is faster is measured once per
+process (:func:`shift_gemm_speedup`, a few milliseconds) and the GEMMs are used only where they win by
+``MIN_SPEEDUP`` or more, so that the choice is stable from run to run; ``ZOO_CONV_WEIGHT_GRAD=gemm`` or
+``=onednn`` forces it. For a stride-1, undilated, ungrouped
 convolution the weight gradient is one product per kernel offset (dy, dx)::
 
     dW[:, :, dy, dx] = sum over output pixels p of  g[p] (o) x_pad[p + (dy, dx)] (c)
@@ -18,6 +22,10 @@ on CPU for channels-last inputs; elsewhere it is ``nn.Conv2d``. :func:`shift_gem
 convolutions of a model in place. The forward and the input gradient stay oneDNN's.
 """
 from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -70,13 +78,47 @@ def _format_of(t: torch.Tensor):
         memory_format=torch.channels_last) else torch.contiguous_format
 
 
+MIN_SPEEDUP = 2.0  # measured 7x (an AVX-512 EPYC), 1.3x (AVX2 EPYC), 0.8x (Xeon), 0.5x (another AVX-512 EPYC)
+CHOICES = ('auto', 'gemm', 'onednn')
+
+
+@lru_cache(maxsize=None)
+def shift_gemm_speedup() -> float:
+    """oneDNN's time / the shifted GEMMs' time for the weight gradient of a 3x3 convolution, 128 -> 128 channels
+    on a channels-last 1 x 128 x 32 x 32 map, on this machine."""
+    def best(fn):
+        fn()
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+    generator = torch.Generator().manual_seed(0)
+    x, grad = (torch.randn(1, 128, 32, 32, generator=generator).contiguous(memory_format=torch.channels_last)
+               for _ in range(2))
+    weight = torch.randn(128, 128, 3, 3, generator=generator)
+    onednn = best(lambda: torch.ops.aten.convolution_backward(
+        grad, x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]))
+    return onednn / best(lambda: conv_weight_grad(x, grad, (3, 3), (1, 1)))
+
+
+def uses_shift_gemm() -> bool:
+    """Whether CPU training takes the shifted GEMMs (``ZOO_CONV_WEIGHT_GRAD``: auto (default), gemm, onednn)."""
+    choice = os.environ.get('ZOO_CONV_WEIGHT_GRAD', 'auto').lower()
+    if choice not in CHOICES:
+        raise ValueError(f"ZOO_CONV_WEIGHT_GRAD must be one of {CHOICES}, got {choice!r}")
+    return choice == 'gemm' or (choice == 'auto' and shift_gemm_speedup() >= MIN_SPEEDUP)
+
+
 def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x."""
+    """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x,
+    and the GEMMs faster than oneDNN on this machine (:func:`uses_shift_gemm`)."""
     return (x.device.type == 'cpu' and torch.is_grad_enabled() and weight.requires_grad
             and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu')
             and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
             and conv.padding_mode == 'zeros' and isinstance(conv.padding, tuple) and x.dim() == 4
-            and x.is_contiguous(memory_format=torch.channels_last))
+            and x.is_contiguous(memory_format=torch.channels_last) and uses_shift_gemm())
 
 
 class ShiftGemmConv2d(nn.Conv2d):

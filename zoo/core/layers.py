@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .cpu_gemm import linear, mm
+
 
 class _GeluLinear(torch.autograd.Function):
     """linear(gelu(h)) that saves only h for backward and recomputes gelu(h) there.
@@ -18,15 +20,16 @@ class _GeluLinear(torch.autograd.Function):
     def forward(ctx, h, weight, bias):
         ctx.save_for_backward(h, weight)
         ctx.has_bias = bias is not None
-        return F.linear(F.gelu(h), weight, bias)
+        return linear(F.gelu(h), weight, bias)
 
     @staticmethod
     def backward(ctx, grad):
         h, weight = ctx.saved_tensors
         grad = grad.to(h.dtype)
-        grad_act = grad @ weight.to(h.dtype)
-        grad_weight = grad.flatten(0, -2).T @ F.gelu(h).flatten(0, -2)
-        grad_bias = grad.flatten(0, -2).sum(0) if ctx.has_bias else None
+        rows = grad.flatten(0, -2)
+        grad_act = mm(rows, weight.to(h.dtype)).view(*grad.shape[:-1], weight.shape[1])
+        grad_weight = mm(rows.T, F.gelu(h).flatten(0, -2))
+        grad_bias = rows.sum(0) if ctx.has_bias else None
         grad_h = torch.ops.aten.gelu_backward(grad_act, h)
         return grad_h, grad_weight.to(weight.dtype), None if grad_bias is None else grad_bias.to(weight.dtype)
 

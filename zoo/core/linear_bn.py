@@ -15,10 +15,10 @@ changes. Keys ``linear`` and ``norm`` (as :class:`zoo.core.ConvBN`'s
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .conv_bn import bn_affine
+from .cpu_gemm import linear
 
 
 def _uses_batch_stats(bn: nn.BatchNorm1d) -> bool:
@@ -75,7 +75,7 @@ class LinearBN(_FoldCache):
             y = self.linear(x)
             return self.norm(y.flatten(0, -2)).view_as(y)  # statistics over all tokens: '(b n) d'
         weight, bias = self.cached_folded()
-        return F.linear(x, weight.to(x.dtype), bias.to(x.dtype))
+        return linear(x, weight.to(x.dtype), bias.to(x.dtype))
 
 
 class BNLinear(_FoldCache):
@@ -98,4 +98,4 @@ class BNLinear(_FoldCache):
         if _uses_batch_stats(self.norm) or self.training:
             return self.linear(self.drop(self.norm(x)))
         weight, bias = self.cached_folded()
-        return F.linear(x, weight.to(x.dtype), bias.to(x.dtype))
+        return linear(x, weight.to(x.dtype), bias.to(x.dtype))

@@ -6,11 +6,11 @@ q 'b m c', k 'b n c', v 'b n c'.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from .conv_bn import ConvBN
+from .cpu_gemm import linear
 
 
 class FusedQKV(nn.Linear):
@@ -89,7 +89,7 @@ class QVBiasQKV(nn.Linear):
 
     def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
         bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
-        q, k, v = F.linear(x, self.weight, bias).chunk(3, dim=-1)
+        q, k, v = linear(x, self.weight, bias).chunk(3, dim=-1)
         return (q if num_queries is None else q[:, :num_queries]), k, v
 
 
