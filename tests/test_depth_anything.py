@@ -134,3 +134,20 @@ def test_seven_scenes_config_trains_metric_depth_into_every_part():
     assert torch.isfinite(loss) and type(model.loss_fn).__name__ == 'SiLogLoss'
     for part in (model.backbone.blocks[0], model.neck.fusion[-1], model.decode_head.conv3):
         assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in part.parameters())
+
+
+@pytest.mark.parametrize('mode', ['relative', 'metric'])
+def test_head_in_row_strips_equals_the_whole_map(monkeypatch, mode):
+    """Inference runs the full-size convolutions a strip of rows at a time (strips of 7 rows here: the last one
+    short, halos at both image borders); training runs them whole. Both give the same depth."""
+    from heads.decode_heads import depth_anything as module
+    monkeypatch.setattr(module, 'STRIP_ROWS', 7)
+    torch.manual_seed(0)
+    head = module.DepthAnythingHead(16, 8, mode=mode, max_depth=20.0).eval()
+    x = torch.randn(2, 16, 11, 9)
+    with torch.no_grad():
+        strips = head(x)
+    whole = head(x.requires_grad_())
+    assert strips.shape == whole.shape == (2, 1, 19, 16)
+    torch.testing.assert_close(strips, whole.detach(), rtol=1e-5, atol=1e-5)
+    assert module.row_strips(19, 7) == [(0, 7), (7, 14), (14, 19)]
