@@ -67,10 +67,13 @@ def test_choice_follows_the_cpu_vendor_and_the_environment(monkeypatch):
     monkeypatch.setenv('ZOO_CPU_GEMM', 'auto')
     speedup = cpu_gemm.onednn_speedup()
     assert cpu_gemm.onednn_speedup() == speedup  # measured once per process, for reports
-    assert cpu_gemm.uses_onednn() == (cpu_gemm.cpu_vendor() == 'AuthenticAMD' and cpu_gemm.has_onednn())
+    assert cpu_gemm.uses_onednn() == (cpu_gemm.cpu_vendor() == 'AuthenticAMD' and cpu_gemm._avx512()
+                                       and cpu_gemm.has_onednn())
     assert (speedup > 0) == cpu_gemm.has_onednn()
-    for vendor, expected in [('AuthenticAMD', cpu_gemm.has_onednn()), ('GenuineIntel', False), ('', False)]:
+    for vendor, avx512, expected in [('AuthenticAMD', True, cpu_gemm.has_onednn()), ('AuthenticAMD', False, False),
+                                     ('GenuineIntel', True, False), ('', True, False)]:
         monkeypatch.setattr(cpu_gemm, 'cpu_vendor', lambda vendor=vendor: vendor)
+        monkeypatch.setattr(cpu_gemm, '_avx512', lambda avx512=avx512: avx512)
         assert cpu_gemm.uses_onednn() == expected
     monkeypatch.setenv('ZOO_CPU_GEMM', 'onednn')
     assert cpu_gemm.uses_onednn()

@@ -1,12 +1,13 @@
 """fp32 matrix products on CPU through oneDNN where it is the faster library on this machine.
 
-torch's CPU ``F.linear`` / ``mm`` in fp32 run Intel MKL's sgemm, which takes a slower code path on AMD CPUs:
-a 1024 x 768 x 3072 product (one thread) runs at ~100 GFLOP/s through MKL and ~220 through oneDNN
-(``torch.ops.mkldnn._linear_pointwise``, the kernel torch's own compiler uses on CPU) on an AVX-512 EPYC, 62
-against 110 on an AVX2-only EPYC; on an Intel Xeon (AVX-512) the two are equal (0.98x). So oneDNN is used on
-AMD CPUs (``vendor_id`` in /proc/cpuinfo): a fixed rule rather than a timing, so that every process on a
-machine makes the same choice and runs stay reproducible (a resume continues with the same kernels).
-``ZOO_CPU_GEMM=onednn`` or ``=torch`` forces it; :func:`onednn_speedup` measures the ratio for reports.
+torch's CPU ``F.linear`` / ``mm`` in fp32 run Intel MKL's sgemm, which takes a slower code path on AMD CPUs
+with AVX-512: a 1024 x 768 x 3072 product (one thread) runs at ~100 GFLOP/s through MKL and ~220 through oneDNN
+(``torch.ops.mkldnn._linear_pointwise``, the kernel torch's own compiler uses on CPU) on an AVX-512 EPYC. On an
+AVX2-only EPYC the two measured 0.8-1.2x of each other (ViT-S and ViT-B shapes), on an Intel Xeon (AVX-512) 0.98x.
+So oneDNN is used on AMD CPUs with AVX-512 (``vendor_id`` in /proc/cpuinfo, torch's CPU capability): a fixed rule
+rather than a timing, so that every process on a machine makes the same choice and runs stay reproducible (a
+resume continues with the same kernels). ``ZOO_CPU_GEMM=onednn`` or ``=torch`` forces it; :func:`onednn_speedup`
+measures the ratio for reports.
 
 - :func:`linear` is ``F.linear`` with that choice (its backward too: both gradients are products);
 - :func:`mm` is ``a @ b`` for 2-D operands, for hand-written backward passes;
@@ -78,15 +79,20 @@ def cpu_vendor() -> str:
         return ''
 
 
+def _avx512() -> bool:
+    return torch.backends.cpu.get_cpu_capability().startswith('AVX512')
+
+
 def uses_onednn() -> bool:
-    """Whether fp32 CPU products go through oneDNN here (``ZOO_CPU_GEMM``: auto (default: on AMD CPUs), onednn,
+    """Whether fp32 CPU products go through oneDNN here (``ZOO_CPU_GEMM``: auto (default: on AMD CPUs with AVX-512),
+    onednn,
     torch)."""
     choice = os.environ.get('ZOO_CPU_GEMM', 'auto').lower()
     if choice not in CHOICES:
         raise ValueError(f"ZOO_CPU_GEMM must be one of {CHOICES}, got {choice!r}")
     if choice == 'torch':
         return False
-    return choice == 'onednn' or (cpu_vendor() == 'AuthenticAMD' and has_onednn())
+    return choice == 'onednn' or (cpu_vendor() == 'AuthenticAMD' and _avx512() and has_onednn())
 
 
 def _takes_onednn(*tensors: torch.Tensor) -> bool:
