@@ -25,12 +25,13 @@ convolutions of a model in place. The forward and the input gradient stay oneDNN
 from __future__ import annotations
 
 import os
-import time
 from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .cpu_gemm import best_seconds
 
 
 def conv_weight_grad(x: torch.Tensor, grad: torch.Tensor, kernel: tuple[int, int], padding: tuple[int, int]):
@@ -88,21 +89,13 @@ def shift_gemm_speedup() -> float:
     """oneDNN's time / the shifted GEMMs' time for the weight gradient of a 3x3 convolution, 256 -> 256 channels
     on a channels-last 1 x 256 x 48 x 48 map (a DPT neck's size: oneDNN's slow path shows from about this size
     on, not on small maps), on this machine at the current thread count."""
-    def best(fn):
-        fn()
-        times = []
-        for _ in range(2):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
     generator = torch.Generator().manual_seed(0)
     x, grad = (torch.randn(1, 256, 48, 48, generator=generator).contiguous(memory_format=torch.channels_last)
                for _ in range(2))
     weight = torch.randn(256, 256, 3, 3, generator=generator)
-    onednn = best(lambda: torch.ops.aten.convolution_backward(
-        grad, x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]))
-    return onednn / best(lambda: conv_weight_grad(x, grad, (3, 3), (1, 1)))
+    onednn = best_seconds(lambda: torch.ops.aten.convolution_backward(
+        grad, x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]), repeats=2)
+    return onednn / best_seconds(lambda: conv_weight_grad(x, grad, (3, 3), (1, 1)), repeats=2)
 
 
 def uses_shift_gemm() -> bool:

@@ -37,7 +37,8 @@ def _pointwise(a: torch.Tensor, b_t: torch.Tensor, bias=None) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, 'none', [], '')
 
 
-def _best_seconds(fn, repeats: int = 3) -> float:
+def best_seconds(fn, repeats: int = 3) -> float:
+    """The least of ``repeats`` timings of ``fn()`` after one warm-up call."""
     fn()
     best = float('inf')
     for _ in range(repeats):
@@ -66,7 +67,7 @@ def onednn_speedup() -> float:
         return 0.0
     generator = torch.Generator().manual_seed(0)
     x, w = torch.randn(1024, 768, generator=generator), torch.randn(768, 768, generator=generator)
-    return _best_seconds(lambda: F.linear(x, w)) / _best_seconds(lambda: _pointwise(x, w))
+    return best_seconds(lambda: F.linear(x, w)) / best_seconds(lambda: _pointwise(x, w))
 
 
 @lru_cache(maxsize=None)
