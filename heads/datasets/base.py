@@ -1,9 +1,15 @@
-"""What every dataset here shares: a pipeline built from this project's registry, and folder listing with
-errors that say which folder was searched and what layout was expected."""
+"""What every dataset here shares: a pipeline built from this project's registry, folder listing with
+errors that say which folder was searched and what layout was expected, and training on a fraction of the samples.
+
+``fraction=f, fraction_seed=s`` keeps ``ceil(f * n)`` of the ``n`` samples: the first ones of a permutation drawn
+from ``s`` alone, in their original order. The subset depends only on (n, f, s), so every model trained with the
+same fraction and seed sees the same samples, and a smaller fraction's subset lies inside a larger one's."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 from mmengine.dataset import BaseDataset
 
 from .. import transforms  # noqa: F401  (registers the transforms the pipelines name)
@@ -31,11 +37,31 @@ def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:
     return files
 
 
+def fraction_indices(n: int, fraction: float, seed: int = 0) -> list[int]:
+    """Sorted indices of ``ceil(fraction * n)`` of ``n`` samples (at least one): a prefix of a permutation drawn from
+    ``seed``, so that for one seed the subsets of growing fractions are nested."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    keep = max(1, math.ceil(fraction * n - 1e-9)) if n else 0
+    order = np.random.default_rng(seed).permutation(n)
+    return sorted(int(i) for i in order[:keep])
+
+
 class DenseDataset(BaseDataset):
     """:class:`mmengine.dataset.BaseDataset` whose pipeline may name this project's transforms by type."""
 
-    def __init__(self, pipeline=(), **kwargs):
+    def __init__(self, pipeline=(), fraction: float = 1.0, fraction_seed: int = 0, **kwargs):
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0:
+            raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+        self.fraction, self.fraction_seed = float(fraction), int(fraction_seed)
         super().__init__(pipeline=build_pipeline(pipeline), **kwargs)
+
+    def filter_data(self) -> list[dict]:
+        """The loaded samples, reduced to :func:`fraction_indices` when ``fraction`` < 1."""
+        data = super().filter_data()
+        if self.fraction == 1.0:
+            return data
+        return [data[i] for i in fraction_indices(len(data), self.fraction, self.fraction_seed)]
 
     def get_data_info(self, idx: int) -> dict:
         """The data info, with 'num_classes' when the classes are known (LoadAnnotations checks labels with it)."""

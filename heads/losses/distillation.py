@@ -40,21 +40,20 @@ def distillation_loss(cls_logits: torch.Tensor, dist_logits: torch.Tensor, teach
 def build_teacher(name: str, checkpoint: str, num_classes: int, source: str = 'zoo', **options) -> nn.Module:
     """A frozen teacher in eval mode: ``zoo.create_classifier(name, ...)`` or ``torchvision.models.get_model(name,
     weights=None, ...)``, with the weights of the local ``checkpoint`` (read weights-only; .safetensors too)."""
-    if source == 'zoo':  # a zoo/timm checkpoint, or this project's ImageClassifier training checkpoint
-        state = read_state_dict(checkpoint)
-        if all(key.startswith(TRAINED_PREFIX) for key in state):
-            state = {key[len(TRAINED_PREFIX):]: value for key, value in state.items()}
+    if source not in ('zoo', 'torchvision'):
+        raise ValueError(f"teacher source must be 'zoo' or 'torchvision', got {source!r}")
+    state = read_state_dict(checkpoint)
+    if all(key.startswith(TRAINED_PREFIX) for key in state):  # this project's ImageClassifier training checkpoint
+        state = {key[len(TRAINED_PREFIX):]: value for key, value in state.items()}
+    if source == 'zoo':  # a zoo/timm checkpoint
         teacher = zoo.create_classifier(name, pretrained=state, num_classes=num_classes, **options)
     elif source == 'torchvision':
         import torchvision
         teacher = torchvision.models.get_model(name, weights=None, num_classes=num_classes, **options)
-        state = read_state_dict(checkpoint)
         missing, unexpected = teacher.load_state_dict(state, strict=False)
         if missing or unexpected:
             raise ValueError(f"teacher checkpoint {checkpoint} does not fit torchvision's {name}: missing "
                              f"{missing[:5]}, unexpected {unexpected[:5]}")
-    else:
-        raise ValueError(f"teacher source must be 'zoo' or 'torchvision', got {source!r}")
     for p in teacher.parameters():
         p.requires_grad_(False)
     return teacher.eval()

@@ -23,6 +23,10 @@ class ImageClassifier(TaskModel):
 
     ``distillation=dict(kind='hard'|'soft', alpha=0.5, tau=1.0, teacher=dict(name=..., checkpoint=...,
     source='zoo'|'torchvision'))``: DeiT training against a frozen teacher (:mod:`heads.losses.distillation`).
+
+    ``backbone=dict(name='resnet18', source='torchvision', ...)``: a torchvision classifier built from scratch
+    (``torchvision.models.get_model(name, weights=None, num_classes=..., **options)``) instead of a zoo one, e.g. to
+    train a CNN teacher here; its checkpoints load as a teacher with ``source='torchvision'``.
     """
 
     def __init__(self, backbone: dict, num_classes: int, pooling: str | None = None, label_smoothing: float = 0.0,
@@ -30,9 +34,17 @@ class ImageClassifier(TaskModel):
         super().__init__(data_preprocessor=MODELS.build(data_preprocessor or dict(type='DensePreprocessor')),
                          init_cfg=init_cfg)
         options = dict(backbone)
+        source = options.pop('source', 'zoo')
         if pooling is not None:
             options['global_pool'] = pooling
-        self.classifier = zoo.create_classifier(options.pop('name'), num_classes=num_classes, **options)
+        if source == 'zoo':
+            self.classifier = zoo.create_classifier(options.pop('name'), num_classes=num_classes, **options)
+        elif source == 'torchvision':
+            import torchvision
+            self.classifier = torchvision.models.get_model(options.pop('name'), weights=None,
+                                                           num_classes=num_classes, **options)
+        else:
+            raise ValueError(f"backbone source must be 'zoo' or 'torchvision', got {source!r}")
         self.num_classes, self.label_smoothing = num_classes, label_smoothing
         self.distillation = dict(distillation or {})
         teacher = self.distillation.pop('teacher', None)
