@@ -149,3 +149,12 @@ def test_a_torchvision_classifier_trains_here_and_loads_back_as_a_teacher(tmp_pa
         assert torch.equal(teacher(x), model(x))
     with pytest.raises(ValueError, match="backbone source must be 'zoo' or 'torchvision'"):
         ImageClassifier(backbone=dict(name='resnet18', source='hub'), num_classes=5)
+
+
+def test_the_tool_names_every_claim():
+    import runpy
+    from pathlib import Path
+
+    from heads.benchmark.evidence import CLAIMS
+    tool = runpy.run_path(str(Path(__file__).parents[1] / 'tools' / 'evidence.py'))
+    assert sorted(tool['CLAIM_NAMES']) == sorted(CLAIMS)
