@@ -80,14 +80,14 @@ def cpu_vendor() -> str:
         return ''
 
 
+@lru_cache(maxsize=None)
 def _avx512() -> bool:
     return torch.backends.cpu.get_cpu_capability().startswith('AVX512')
 
 
 def uses_onednn() -> bool:
-    """Whether fp32 CPU products go through oneDNN here (``ZOO_CPU_GEMM``: auto (default: on AMD CPUs with AVX-512),
-    onednn,
-    torch)."""
+    """Whether fp32 CPU products go through oneDNN here (``ZOO_CPU_GEMM``: auto (default: on AMD CPUs with
+    AVX-512), onednn, torch)."""
     choice = os.environ.get('ZOO_CPU_GEMM', 'auto').lower()
     if choice not in CHOICES:
         raise ValueError(f"ZOO_CPU_GEMM must be one of {CHOICES}, got {choice!r}")
