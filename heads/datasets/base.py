@@ -37,11 +37,17 @@ def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:
     return files
 
 
+def checked_fraction(fraction) -> float:
+    """``fraction`` as a float, or a ValueError unless it is a number in (0, 1]."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    return float(fraction)
+
+
 def fraction_indices(n: int, fraction: float, seed: int = 0) -> list[int]:
     """Sorted indices of ``ceil(fraction * n)`` of ``n`` samples (at least one): a prefix of a permutation drawn from
     ``seed``, so that for one seed the subsets of growing fractions are nested."""
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    fraction = checked_fraction(fraction)
     keep = max(1, math.ceil(fraction * n - 1e-9)) if n else 0
     order = np.random.default_rng(seed).permutation(n)
     return sorted(int(i) for i in order[:keep])
@@ -51,9 +57,7 @@ class DenseDataset(BaseDataset):
     """:class:`mmengine.dataset.BaseDataset` whose pipeline may name this project's transforms by type."""
 
     def __init__(self, pipeline=(), fraction: float = 1.0, fraction_seed: int = 0, **kwargs):
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0:
-            raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
-        self.fraction, self.fraction_seed = float(fraction), int(fraction_seed)
+        self.fraction, self.fraction_seed = checked_fraction(fraction), int(fraction_seed)
         super().__init__(pipeline=build_pipeline(pipeline), **kwargs)
 
     def filter_data(self) -> list[dict]:
