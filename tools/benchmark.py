@@ -7,8 +7,8 @@ Backbones (as classifiers) vs timm, or transformers for CvT; same weights (ours 
 DPT ViT-B/16 segmentation vs transformers' DPTForSemanticSegmentation (forward, training, checkpointing):
     python tools/benchmark.py --dpt --checkpointing
 Whole dense models from configs (default: the ViT-B ADE20K config at its 512x512 crop), each model's achieved
-GFLOP/s next to this machine's matmul rate (2048^3 products, through oneDNN where it is the faster fp32 GEMM,
-timed in the same rounds):
+GFLOP/s next to this machine's matmul rate (2048^3 products through the models' Linear kernel, timed in the same
+rounds):
     python tools/benchmark.py --dense configs/dpt_vitb_ade20k.py configs/dpt_cvt13_ade20k.py --dtypes fp32 bf16
     python tools/benchmark.py --dense --backbones deit_small_patch16_224 --batch 1 4 --layouts channels_last \
         contiguous --checkpointing --train [--compile]
@@ -162,15 +162,18 @@ def main_dense(args) -> list[dict]:
     from heads.benchmark.compare import crop_size
     from heads.benchmark.dense import benchmark_models
     from heads.benchmark.tables import format_row, header_rows, markdown
+    from zoo.core.cpu_gemm import onednn_speedup, uses_onednn
     torch.backends.cudnn.benchmark = True  # GPU: pick the fastest convolution algorithms for these fixed shapes
     configs = dense_configs(args)
+    linears = (f"; fp32 Linears: {'oneDNN' if uses_onednn() else 'MKL'} (oneDNN measured {onednn_speedup():.2f}x "
+               f"MKL's speed here)" if args.device == 'cpu' else '')
     sizes = {name: (args.size, args.size) if args.size else crop_size(cfg) for name, cfg in configs.items()}
     header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
               f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 Linear products in "
-              f"the same dtype (fp32 CPU: the faster of MKL and oneDNN, as the models' Linears), timed in rounds "
+              f"the same dtype (fp32 CPU: the library the models' Linears use, zoo.core.cpu_gemm), timed in rounds "
               f"alternating with the forward; matmul_pct = median over rounds of "
               f"the model's rate / the matmul rate; training: a step (forward, backward, fused AdamW) of 3 x the "
-              f"forward's FLOPs, timed the same way (train_matmul_pct)")
+              f"forward's FLOPs, timed the same way (train_matmul_pct){linears}")
     print(header, *header_rows(DENSE_COLUMNS), sep='\n')
     rows = benchmark_models(
         configs, sizes=sizes, batches=args.batch or [1], dtypes=args.dtypes or ['fp32'], layouts=args.layouts,

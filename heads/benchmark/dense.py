@@ -35,8 +35,8 @@ def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
 
 def matmul_call(device: torch.device, dtype: str, n: int = 2048, seconds: float = 0.5):
     """(call, FLOPs): n x n x n products with a bias through :func:`zoo.core.cpu_gemm.linear`, what every Linear
-    runs (``F.linear``, or oneDNN's where it is this CPU's faster fp32 GEMM: the rate is the best this machine
-    offers), repeated to last about ``seconds``."""
+    runs (``F.linear``, or oneDNN's where :func:`zoo.core.cpu_gemm.uses_onednn` picks it), repeated to last about
+    ``seconds``."""
     x, weight = (torch.randn(n, n, device=device, dtype=DTYPES[dtype] or torch.float32) for _ in range(2))
     bias = torch.randn(n, device=device, dtype=x.dtype)
     once = lambda: linear(x, weight, bias)  # noqa: E731
