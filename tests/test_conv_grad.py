@@ -101,14 +101,73 @@ def test_dense_models_use_it_in_neck_and_head():
 
 def test_choice_follows_the_measurement_and_the_environment(monkeypatch):
     from zoo.core import conv_grad
+    monkeypatch.setattr(conv_grad, '_measured', None)
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
     x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'onednn')
-    assert not takes_shift_gemm(conv, x, conv.weight)
+    assert not takes_shift_gemm(conv, x, conv.weight) and conv_grad.decided() == 'onednn'
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'auto')
     speedup = conv_grad.shift_gemm_speedup()
     assert speedup > 0 and conv_grad.shift_gemm_speedup() == speedup  # measured once per process
     assert takes_shift_gemm(conv, x, conv.weight) == (speedup >= conv_grad.MIN_SPEEDUP)
+    assert conv_grad.decided() == ('gemm' if speedup >= conv_grad.MIN_SPEEDUP else 'onednn')
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'fastest')
     with pytest.raises(ValueError, match="ZOO_CONV_WEIGHT_GRAD must be one of .*'fastest'"):
         takes_shift_gemm(conv, x, conv.weight)
+
+
+def test_deterministic_algorithms_take_torchs_kernel_without_timing(monkeypatch):
+    from zoo.core import conv_grad
+    monkeypatch.delenv('ZOO_CONV_WEIGHT_GRAD', raising=False)
+    monkeypatch.setattr(conv_grad, '_measured', None)
+    conv_grad.shift_gemm_speedup.cache_clear()
+    conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
+    x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert not takes_shift_gemm(conv, x, conv.weight) and conv_grad.decided() == 'onednn'
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert conv_grad.shift_gemm_speedup.cache_info().currsize == 0  # nothing was timed
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')  # the environment still forces the GEMMs
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert takes_shift_gemm(conv, x, conv.weight)
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_a_resumed_run_takes_the_choice_its_checkpoint_recorded(monkeypatch):
+    """The process that wrote the checkpoint used the GEMMs; the resuming one measured the other way: after the
+    resume it uses the GEMMs too (RngStateHook records and restores the choice with the generator state)."""
+    from types import SimpleNamespace
+
+    from heads.engine.rng_state import RngStateHook
+    from zoo.core import conv_grad
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')
+    monkeypatch.setattr(conv_grad, '_pinned', None)
+    conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
+    x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
+    assert takes_shift_gemm(conv, x, conv.weight)
+    checkpoint = {'meta': {'iter': 4}}
+    RngStateHook().before_save_checkpoint(None, checkpoint)
+    assert checkpoint['torch_rng_state']['conv_weight_grad'] == 'gemm'
+    checkpoint = torch.load(_saved(checkpoint), weights_only=True)  # as the resume reads it
+
+    monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'auto')
+    monkeypatch.setattr(conv_grad, '_measured', 'onednn')  # this process's timing went the other way
+    assert not takes_shift_gemm(conv, x, conv.weight)
+    hook = RngStateHook()
+    hook.after_load_checkpoint(None, checkpoint)
+    hook.before_train_iter(SimpleNamespace(iter=4), 0)
+    assert takes_shift_gemm(conv, x, conv.weight) and conv_grad.decided() == 'gemm'
+    with pytest.raises(ValueError, match="'gemm' or 'onednn', got 'fast'"):
+        conv_grad.pin('fast')
+
+
+def _saved(checkpoint: dict):
+    import io
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    buffer.seek(0)
+    return buffer

@@ -7,9 +7,12 @@ gradient of the same convolution run at 70). It was most of the DPT ViT-B traini
 45-49 for the GEMMs below (256 channels, 64-128 pixels square, one thread). On other CPUs (a later AVX-512 EPYC)
 the same kernel runs at 135-200 GFLOP/s, faster than these GEMMs: which path is faster is measured once per
 process at its thread count (:func:`shift_gemm_speedup`, a second or two) and the GEMMs are used only where they win by
-``MIN_SPEEDUP`` or more, so that the choice is stable from run to run; ``ZOO_CONV_WEIGHT_GRAD=gemm`` or
-``=onednn`` forces it. For a stride-1, undilated, ungrouped
-convolution the weight gradient is one product per kernel offset (dy, dx)::
+``MIN_SPEEDUP`` or more. A timing can still land on either side of the margin (1.6-2.2x at two threads on an AVX2
+EPYC), and the two paths sum in different orders, so three things keep runs reproducible: with
+``torch.use_deterministic_algorithms(True)`` (``tools/train.py --deterministic``) nothing is timed and torch's own
+kernel is used; a resumed run takes the choice its checkpoint recorded (:func:`pin`, by ``RngStateHook``); and
+``ZOO_CONV_WEIGHT_GRAD=gemm`` or ``=onednn`` forces it. For a stride-1, undilated, ungrouped convolution the weight
+gradient is one product per kernel offset (dy, dx)::
 
     dW[:, :, dy, dx] = sum over output pixels p of  g[p] (o) x_pad[p + (dy, dx)] (c)
 
@@ -98,17 +101,52 @@ def shift_gemm_speedup() -> float:
     return onednn / best_seconds(lambda: conv_weight_grad(x, grad, (3, 3), (1, 1)), repeats=2)
 
 
+_pinned: str | None = None  # set by pin(): a resumed run's recorded choice
+_measured: str | None = None  # what this process's timing chose, once asked
+_used: str | None = None  # the last choice() answer, for a checkpoint to record
+
+
+def choice() -> str:
+    """'gemm' or 'onednn': ``ZOO_CONV_WEIGHT_GRAD`` when it names one, else the choice :func:`pin` set, else
+    'onednn' under deterministic algorithms (no timing), else the measurement (:func:`shift_gemm_speedup`)."""
+    global _measured, _used
+    forced = os.environ.get('ZOO_CONV_WEIGHT_GRAD', 'auto').lower()
+    if forced not in CHOICES:
+        raise ValueError(f"ZOO_CONV_WEIGHT_GRAD must be one of {CHOICES}, got {forced!r}")
+    if forced != 'auto':
+        _used = forced
+    elif _pinned or torch.are_deterministic_algorithms_enabled():
+        _used = _pinned or 'onednn'
+    else:
+        if _measured is None:
+            _measured = 'gemm' if shift_gemm_speedup() >= MIN_SPEEDUP else 'onednn'
+        _used = _measured
+    return _used
+
+
+def decided() -> str | None:
+    """The choice this process last used (None before its first CPU training convolution), for a checkpoint to
+    record."""
+    return _used
+
+
+def pin(value: str | None) -> None:
+    """Use ``value`` ('gemm' or 'onednn') from now on in this process, as a resumed run must to continue bit for
+    bit; None goes back to measuring. ``ZOO_CONV_WEIGHT_GRAD`` still overrides it."""
+    global _pinned
+    if value not in (None, 'gemm', 'onednn'):
+        raise ValueError(f"a convolution weight-gradient choice is 'gemm' or 'onednn', got {value!r}")
+    _pinned = value
+
+
 def uses_shift_gemm() -> bool:
-    """Whether CPU training takes the shifted GEMMs (``ZOO_CONV_WEIGHT_GRAD``: auto (default), gemm, onednn)."""
-    choice = os.environ.get('ZOO_CONV_WEIGHT_GRAD', 'auto').lower()
-    if choice not in CHOICES:
-        raise ValueError(f"ZOO_CONV_WEIGHT_GRAD must be one of {CHOICES}, got {choice!r}")
-    return choice == 'gemm' or (choice == 'auto' and shift_gemm_speedup() >= MIN_SPEEDUP)
+    """Whether CPU training takes the shifted GEMMs (:func:`choice` is 'gemm')."""
+    return choice() == 'gemm'
 
 
 def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x,
-    and the GEMMs faster than oneDNN on this machine (:func:`uses_shift_gemm`)."""
+    and the GEMMs chosen for this process (:func:`choice`)."""
     return (x.device.type == 'cpu' and torch.is_grad_enabled() and weight.requires_grad
             and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu')
             and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
