@@ -115,6 +115,7 @@ def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
         'train_dataloader.dataset.pipeline.2.scale=[160,120]',
         'train_dataloader.dataset.pipeline.3.crop_size=[112,160]',
         'val_dataloader.dataset.pipeline.1.scale=[160,120]', 'train_dataloader.batch_size=8',
+        'effective_batch_size=None',  # batch 8 as tuned (the ViT-B recipe's 16 would accumulate two iterations)
         'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
         'val_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
         'optim_wrapper.optimizer.lr=1e-3', 'param_scheduler.0.end=20', 'param_scheduler.1.begin=20',
