@@ -102,6 +102,7 @@ def test_dense_models_use_it_in_neck_and_head():
 def test_choice_follows_the_measurement_and_the_environment(monkeypatch):
     from zoo.core import conv_grad
     monkeypatch.setattr(conv_grad, '_measured', None)
+    monkeypatch.setattr(conv_grad, '_pinned', None)
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
     x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'onednn')
@@ -120,6 +121,7 @@ def test_deterministic_algorithms_take_torchs_kernel_without_timing(monkeypatch)
     from zoo.core import conv_grad
     monkeypatch.delenv('ZOO_CONV_WEIGHT_GRAD', raising=False)
     monkeypatch.setattr(conv_grad, '_measured', None)
+    monkeypatch.setattr(conv_grad, '_pinned', None)
     conv_grad.shift_gemm_speedup.cache_clear()
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
     x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
@@ -161,6 +163,8 @@ def test_a_resumed_run_takes_the_choice_its_checkpoint_recorded(monkeypatch):
     hook.after_load_checkpoint(None, checkpoint)
     hook.before_train_iter(SimpleNamespace(iter=4), 0)
     assert takes_shift_gemm(conv, x, conv.weight) and conv_grad.decided() == 'gemm'
+    hook.after_run(None)  # the run is over: later runs of this process choose for themselves
+    assert not takes_shift_gemm(conv, x, conv.weight)
     with pytest.raises(ValueError, match="'gemm' or 'onednn', got 'fast'"):
         conv_grad.pin('fast')
 

@@ -28,6 +28,7 @@ class RngStateHook(Hook):
 
     def __init__(self):
         self._pending: tuple[int, dict] | None = None
+        self._pinned = False
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         checkpoint[KEY] = {'cpu': torch.get_rng_state(),
@@ -48,5 +49,11 @@ class RngStateHook(Hook):
         torch.set_rng_state(state['cpu'])
         if state.get('conv_weight_grad'):
             conv_grad.pin(state['conv_weight_grad'])
+            self._pinned = True
         if state['cuda'] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state['cuda'])
+
+    def after_run(self, runner) -> None:
+        if self._pinned:  # the choice belongs to the resumed run, not to later runs of this process
+            conv_grad.pin(None)
+            self._pinned = False
