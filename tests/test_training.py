@@ -95,8 +95,9 @@ SMALL_CROSSVIT = ['model.backbone.name=crossvit_tiny_240', 'model.backbone.depth
 
 
 # Iterations: about 1.5x what each took to clear the bar in a trial run with validation every 40 iterations
-# (at 160x120: ViT 16.1 mIoU at 50, CvT 14.2 at 40, CoAtNet 16.1 at 40, CrossViT 17.8 at 80).
-@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 100), (SMALL_CVT, 80), (SMALL_COATNET, 60),
+# (at 160x120: ViT 16.1 mIoU at 50, CvT 14.2 at 40, CoAtNet 16.1 at 40, CrossViT 17.8 at 80). These runs on an
+# AVX2 EPYC (2026-12-02): ViT 17.1, CvT 17.8, CrossViT 16.8 against a bar of 10.7.
+@pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 75), (SMALL_CVT, 60), (SMALL_COATNET, 60),
                                                (SMALL_CROSSVIT, 120)], ids=['vit', 'cvt', 'coatnet', 'crossvit'])
 def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
     """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2; CoAtNet-0 with
