@@ -102,14 +102,13 @@ def shift_gemm_speedup() -> float:
 
 
 _pinned: str | None = None  # set by pin(): a resumed run's recorded choice
-_measured: str | None = None  # what this process's timing chose, once asked
 _used: str | None = None  # the last choice() answer, for a checkpoint to record
 
 
 def choice() -> str:
     """'gemm' or 'onednn': ``ZOO_CONV_WEIGHT_GRAD`` when it names one, else the choice :func:`pin` set, else
     'onednn' under deterministic algorithms (no timing), else the measurement (:func:`shift_gemm_speedup`)."""
-    global _measured, _used
+    global _used
     forced = os.environ.get('ZOO_CONV_WEIGHT_GRAD', 'auto').lower()
     if forced not in CHOICES:
         raise ValueError(f"ZOO_CONV_WEIGHT_GRAD must be one of {CHOICES}, got {forced!r}")
@@ -117,10 +116,8 @@ def choice() -> str:
         _used = forced
     elif _pinned or torch.are_deterministic_algorithms_enabled():
         _used = _pinned or 'onednn'
-    else:
-        if _measured is None:
-            _measured = 'gemm' if shift_gemm_speedup() >= MIN_SPEEDUP else 'onednn'
-        _used = _measured
+    else:  # the timing runs once per process (cached)
+        _used = 'gemm' if shift_gemm_speedup() >= MIN_SPEEDUP else 'onednn'
     return _used
 
 
@@ -139,11 +136,6 @@ def pin(value: str | None) -> None:
     _pinned = value
 
 
-def uses_shift_gemm() -> bool:
-    """Whether CPU training takes the shifted GEMMs (:func:`choice` is 'gemm')."""
-    return choice() == 'gemm'
-
-
 def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x,
     and the GEMMs chosen for this process (:func:`choice`)."""
@@ -151,7 +143,7 @@ def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> 
             and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu')
             and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
             and conv.padding_mode == 'zeros' and isinstance(conv.padding, tuple) and x.dim() == 4
-            and x.is_contiguous(memory_format=torch.channels_last) and uses_shift_gemm())
+            and x.is_contiguous(memory_format=torch.channels_last) and choice() == 'gemm')
 
 
 class ShiftGemmConv2d(nn.Conv2d):
