@@ -10,7 +10,10 @@ class's behaviour (a fused q/k/v projection still returns q, k, v) and its ``wei
 - :func:`merge_lora` folds ``(alpha / rank) B A`` into the base weights for inference, :func:`unmerge_lora`
   takes it out again (outputs equal within float rounding either way);
 - :func:`save_adapters` / :func:`load_adapters`: the adapters alone as a small safetensors file (rank, alpha and
-  targets in its metadata);
+  targets in its metadata, :mod:`zoo.lora_file`); loading applies the file's alpha and refuses files that do not
+  fit, hold non-finite values or are damaged;
+- a merged LoRA Linear's state dict says so (``<name>.lora_merged``): a merged state does not load into an
+  unmerged model, nor an unmerged state into a merged one (the adapters would count twice, or not at all);
 - :func:`lora_summary`: the parameters trained, of how many, and the adapter file's size.
 
 In configs: ``model.backbone.lora = dict(rank=8, alpha=16, dropout=0.0, targets=('*.attn.qkv', ...))``
@@ -19,15 +22,20 @@ In configs: ``model.backbone.lora = dict(rank=8, alpha=16, dropout=0.0, targets=
 from __future__ import annotations
 
 import fnmatch
-import json
+import logging
 import math
 
 import torch
 from torch import nn
 
+from . import lora_file
 from .core.cpu_gemm import CPULinear, cpu_linear_class, plain_linear_class
+from .weights import CheckpointError, CheckpointMismatchError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TARGETS = ('*.attn.qkv', '*.attn.qkv.*')  # the attention's q/k/v projection, fused or separate
+MERGED_KEY = 'lora_merged'  # in the state dict of a merged LoRA Linear only
 
 
 class LoRALinear(nn.Linear):
@@ -53,9 +61,37 @@ class LoRALinear(nn.Linear):
         """'out in': the weight the adapter adds, (alpha / rank) B A."""
         return (self.lora_b @ self.lora_a) * self.lora_scale
 
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self.lora_merged:  # the weight holds W + (alpha / rank) B A: say so, for whoever loads it
+            destination[prefix + MERGED_KEY] = torch.ones((), dtype=torch.bool)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        if prefix + 'weight' in state_dict:
+            saved = prefix + MERGED_KEY in state_dict and bool(torch.as_tensor(state_dict[prefix + MERGED_KEY]).any())
+            if saved != self.lora_merged:
+                raise CheckpointMismatchError(merged_message(prefix, saved))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        if prefix + MERGED_KEY in unexpected_keys:
+            unexpected_keys.remove(prefix + MERGED_KEY)
+
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, lora_rank={self.lora_a.shape[0]}, lora_scale={self.lora_scale:g}, " \
                f"merged={self.lora_merged}"
+
+
+def merged_message(prefix: str, saved: bool) -> str:
+    """Why a state of a merged model does not load into an unmerged one (or the reverse), and what to do."""
+    module = prefix.rstrip('.') or 'the LoRA Linear'
+    if saved:
+        return (f"{module}: the state was saved from a model with merged adapters (its weight holds them, "
+                f"{prefix}{MERGED_KEY}), and this model's are not merged: loaded, the adapters would count twice. "
+                f"Call zoo.lora.merge_lora(model) before loading it (unmerge_lora after, to train)")
+    return (f"{module}: this model's adapters are merged (zoo.lora.merge_lora) and the state's are not: its weight "
+            f"would stand without the adapters. Call zoo.lora.unmerge_lora(model) before loading it (merge_lora "
+            f"after, for inference)")
 
 
 _CLASSES: dict[type, type] = {}
@@ -148,48 +184,105 @@ def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
             for part in ('lora_a', 'lora_b')}
 
 
-def _serialise(model: nn.Module) -> bytes:
-    from safetensors.torch import save
-    tensors = {k: v.contiguous().cpu() for k, v in adapter_state_dict(model).items()}
-    return save(tensors, metadata={'lora_config': json.dumps(getattr(model, 'lora_config', {}))})
+def _holder_config(model: nn.Module) -> dict:
+    """The apply_lora options recorded on ``model`` or, for a task model, on the part that was adapted."""
+    return next((dict(m.lora_config) for m in model.modules() if getattr(m, 'lora_config', None)), {})
+
+
+def _uniform(values: dict):
+    """The one value of ``values``, or the mapping itself where they differ."""
+    return next(iter(values.values())) if len(set(values.values())) == 1 else values
+
+
+def adapter_file_bytes(model: nn.Module) -> bytes:
+    """The adapter file's content (:mod:`zoo.lora_file`): the adapters and the options they were trained with,
+    the rank and alpha read from the adapted Linears themselves."""
+    modules = lora_modules(model)
+    ranks = {name: m.lora_a.shape[0] for name, m in modules.items()}
+    config = {**_holder_config(model), 'rank': _uniform(ranks),
+              'alpha': _uniform({name: m.lora_scale * ranks[name] for name, m in modules.items()})}
+    return lora_file.adapter_file_bytes(adapter_state_dict(model), config)
 
 
 def save_adapters(model: nn.Module, path) -> int:
-    """Write the adapters alone to ``path`` (safetensors); returns the file's size in bytes."""
+    """Write the adapters alone to ``path`` (safetensors, :mod:`zoo.lora_file`); returns the file's size in bytes.
+    The file is written in place; a LoRA run's hook writes it atomically (:class:`heads.engine.LoRAAdapterHook`)."""
     if not lora_modules(model):
         raise ValueError(f"{type(model).__name__} has no LoRA adapters to save; call zoo.lora.apply_lora first")
-    data = _serialise(model)
+    data = adapter_file_bytes(model)
     with open(path, 'wb') as f:
         f.write(data)
     return len(data)
 
 
-def load_adapters(model: nn.Module, path) -> nn.Module:
-    """Load adapters saved by :func:`save_adapters` into a model adapted with the same targets and rank (saved from
-    a task model and loaded into its backbone, or the other way round, the 'backbone.' part of the names is
-    matched)."""
-    from safetensors import safe_open
-    with safe_open(str(path), framework='pt') as f:
-        state = {k: f.get_tensor(k) for k in f.keys()}
-    own = adapter_state_dict(model)
-    for outer, inner in (('backbone.', ''), ('', 'backbone.')):
-        if set(own) != set(state) and all(k.startswith(inner) for k in own) and \
-                {outer + k[len(inner):] for k in own} == set(state):
-            state = {inner + k[len(outer):]: v for k, v in state.items()}
-    missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
-    wrong = [f"{k} {tuple(state[k].shape)} vs model {tuple(own[k].shape)}" for k in own
-             if k in state and state[k].shape != own[k].shape]
+def _module_names(own: dict, saved: dict) -> dict[str, str]:
+    """The saved module name for each of the model's, matching 'backbone.'-prefixed names with bare ones (adapters
+    saved from a task model load into its backbone and the other way round)."""
+    for outer, inner in (('', ''), ('backbone.', ''), ('', 'backbone.')):
+        if all(k.startswith(inner) for k in own) and {outer + k[len(inner):] for k in own} == set(saved):
+            return {k: outer + k[len(inner):] for k in own}
+    return {k: k for k in own}
+
+
+def _fit_message(model: nn.Module, adapters: lora_file.AdapterFile, problems: str) -> str:
+    config = adapters.config
+    options = ', '.join(f'{k}={config[k]!r}' for k in ('targets', 'rank', 'alpha') if k in config)
+    return (f"adapters in {adapters.path} do not fit the LoRA layers of {type(model).__name__}: {problems}. Adapt "
+            f"the model as they were trained: zoo.lora.apply_lora(model, {options or 'targets=..., rank=...'})")
+
+
+def load_adapters(model: nn.Module, path, alpha: float | None = None) -> nn.Module:
+    """Load adapters saved by :func:`save_adapters` into a model adapted with the same targets and rank, with the
+    alpha they were trained with (as peft applies its saved config): where the model was adapted with another
+    alpha, the file's replaces it and a warning says so. ``alpha`` is for files that record none (written by a
+    LoRA run's hook before it recorded the alpha); a file's own alpha that differs from it is refused.
+
+    Everything is checked before the model changes (:func:`zoo.lora_file.read_adapter_file`): a refused file
+    leaves it as it was. A merged model stays merged, with the loaded adapters."""
+    adapters = lora_file.read_adapter_file(path)
+    own = lora_modules(model)
+    if not own:
+        raise CheckpointMismatchError(_fit_message(model, adapters, 'the model has no LoRA layers'))
+    names = _module_names(own, adapters.ranks)
+    missing = sorted(k for k, saved in names.items() if saved not in adapters.ranks)
+    unexpected = sorted(set(adapters.ranks) - set(names.values()))
+    wrong = [f"{names[k]}.{part} {tuple(adapters.tensors[f'{names[k]}.{part}'].shape)} vs model "
+             f"{tuple(getattr(m, part).shape)}" for k, m in own.items() if k not in missing for part in lora_file.PARTS
+             if adapters.tensors[f'{names[k]}.{part}'].shape != getattr(m, part).shape]
     if missing or unexpected or wrong:
-        raise ValueError(f"adapters in {path} do not fit the model's LoRA layers (apply_lora with the targets and "
-                         f"rank they were trained with): missing {missing[:6]}, not in model {unexpected[:6]}, "
-                         f"shape mismatch {wrong[:6]}")
-    merged = any(m.lora_merged for m in lora_modules(model).values())
+        raise CheckpointMismatchError(_fit_message(model, adapters, f"missing {missing[:6]}, not in model "
+                                                                    f"{unexpected[:6]}, shape mismatch {wrong[:6]}"))
+    alphas = _alphas(adapters, alpha)
+    scales = {k: alphas[names[k]] / adapters.ranks[names[k]] for k in own}
+    changed = {k: m.lora_scale * adapters.ranks[names[k]] for k, m in own.items() if m.lora_scale != scales[k]}
+    merged = any(m.lora_merged for m in own.values())
     unmerge_lora(model)
     with torch.no_grad():
-        for name, module in lora_modules(model).items():
-            module.lora_a.copy_(state[f'{name}.lora_a'])
-            module.lora_b.copy_(state[f'{name}.lora_b'])
+        for name, module in own.items():
+            for part in lora_file.PARTS:
+                getattr(module, part).copy_(adapters.tensors[f'{names[name]}.{part}'])
+            module.lora_scale = scales[name]
+    for holder in model.modules():
+        if getattr(holder, 'lora_config', None):
+            holder.lora_config['alpha'] = _uniform(alphas)
+    if changed:
+        log.warning("adapters in %s: their alpha %s applied to %d LoRA Linears adapted with alpha %s", path,
+                    _uniform(alphas), len(changed), _uniform(changed))
     return merge_lora(model) if merged else model
+
+
+def _alphas(adapters: lora_file.AdapterFile, alpha: float | None) -> dict[str, float]:
+    recorded = adapters.alphas()
+    if recorded is None and alpha is None:
+        raise CheckpointError(f"adapter file {adapters.path} records no alpha (written by an older LoRA run's hook); "
+                              f"pass the alpha of the run's model.backbone.lora: "
+                              f"zoo.lora.load_adapters(model, path, alpha=...) (apply_lora's default is the rank)")
+    if recorded is None:
+        return {name: float(alpha) for name in adapters.ranks}
+    if alpha is not None and set(recorded.values()) != {float(alpha)}:
+        raise CheckpointMismatchError(f"adapter file {adapters.path} was trained with alpha {_uniform(recorded)}, "
+                                      f"not the alpha={alpha} asked for; leave alpha out to use the file's")
+    return recorded
 
 
 def lora_summary(model: nn.Module) -> str:
@@ -199,6 +292,6 @@ def lora_summary(model: nn.Module) -> str:
     trained = sum(p.numel() for p in params if p.requires_grad)
     adapters = lora_modules(model)
     ranks = sorted({m.lora_a.shape[0] for m in adapters.values()})
-    size = len(_serialise(model))
+    size = len(adapter_file_bytes(model))
     return (f"LoRA rank {'/'.join(map(str, ranks))} on {len(adapters)} Linears: {trained:,} trained parameters of "
             f"{total:,} ({100 * trained / max(total, 1):.2f}%); adapter file {size / 1024:.1f} KiB")

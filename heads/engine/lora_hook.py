@@ -7,15 +7,23 @@ from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
-from zoo.lora import lora_modules, save_adapters
+from zoo.lora import adapter_file_bytes, lora_modules
+from zoo.weights.checksum import sidecar
 
+from ..io.durable import replace_durably
 from ..registry import HOOKS
+from .runner import PARTIAL_SUFFIX
 
 
 @HOOKS.register_module()
 class LoRAAdapterHook(Hook):
-    """After every checkpoint and at the end of training, the model's adapters to ``<work_dir>/<filename>``
-    (safetensors; load with ``zoo.lora.load_adapters``). Added to every run whose model has LoRA layers."""
+    """With every checkpoint (as it is written) and at the end of training, the model's adapters to
+    ``<work_dir>/<filename>`` (safetensors; load with ``zoo.lora.load_adapters``). Added to every run whose model
+    has LoRA layers.
+
+    Written as checkpoints are: to ``<filename>.partial``, flushed to disk, renamed over the previous file and
+    its SHA-256 written beside it (:func:`heads.io.durable.replace_durably`), so that a failed or interrupted
+    write leaves the previous file whole; the error then stops the run, as a failed checkpoint write does."""
     priority = 'LOW'
 
     def __init__(self, filename: str = 'lora_adapters.safetensors'):
@@ -25,11 +33,22 @@ class LoRAAdapterHook(Hook):
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         if is_main_process() and lora_modules(model):
             path = Path(runner.work_dir) / self.filename
-            size = save_adapters(model, path)
-            runner.logger.info(f"LoRA adapters written to {path} ({size / 1024:.1f} KiB)")
+            partial = path.with_name(path.name + PARTIAL_SUFFIX)
+            data = adapter_file_bytes(model)
+            try:
+                with open(partial, 'wb') as f:
+                    f.write(data)
+                replace_durably(partial, path, checksum=True)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                sidecar(partial).unlink(missing_ok=True)
+                runner.logger.error(f"LoRA adapters not written: {path} is kept as it was"
+                                    f"{'' if path.exists() else ' (none yet)'}")
+                raise
+            runner.logger.info(f"LoRA adapters written to {path} ({len(data) / 1024:.1f} KiB)")
 
-    def after_save_checkpoint(self, runner, checkpoint) -> None:
-        self._save(runner)
+    def before_save_checkpoint(self, runner, checkpoint) -> None:
+        self._save(runner)  # mmengine 0.10 has no after_save_checkpoint: this point is what every checkpoint calls
 
     def after_train(self, runner) -> None:
         self._save(runner)

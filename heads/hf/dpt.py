@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
+from zoo.weights.io import check_local
 from zoo.weights.rename import rename_keys
 
 from ..models import DepthEstimator, Segmentor
@@ -110,6 +111,7 @@ def model_config_from_hf(config: dict, source='config.json') -> dict:
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything) ``save_pretrained`` folder
     (eval mode)."""
+    check_local(folder)  # an empty path is no folder (Path('') would read the current one)
     folder = Path(folder)
     config_file = folder / 'config.json'
     if not config_file.is_file():

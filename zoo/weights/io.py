@@ -11,6 +11,7 @@ Every read of a weights file goes through :func:`read_file`:
 """
 from __future__ import annotations
 
+import logging
 import pickle
 import re
 import warnings
@@ -21,6 +22,8 @@ import torch
 
 from .checksum import checksum_mismatch
 from .sniff import describe_object, pickle_imports, sniff
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(ValueError):
@@ -53,7 +56,12 @@ _REFUSED_CODE = re.compile(r'GLOBAL|allowlisted|add_safe_globals')
 
 
 def check_local(source) -> None:
-    """Refuse URLs (``http://``, ``s3://``, mmengine's ``open-mmlab://`` ...): checkpoints are read from disk."""
+    """Refuse URLs (``http://``, ``s3://``, mmengine's ``open-mmlab://`` ...): checkpoints are read from disk; and
+    the empty path, which ``Path`` reads as the current folder (whose ``model.safetensors`` would load by accident)."""
+    if isinstance(source, str) and not source.strip():
+        raise NotACheckpointError(
+            f"the checkpoint path is empty ({source!r}): it names no file. For no weights pass None (pretrained=None, "
+            f"or --cfg-options model.backbone.pretrained=None), else the path of the file or folder to read")
     if '://' in str(source):
         raise RemoteCheckpointError(
             f"refusing to read {source}: remote checkpoints are not downloaded at run time. Download the file "
@@ -61,12 +69,15 @@ def check_local(source) -> None:
 
 
 def resolve_weight_file(path) -> Path:
-    """A local weights file, or the weights file inside a Hugging Face ``save_pretrained`` folder."""
+    """A local weights file, or the weights file inside a Hugging Face ``save_pretrained`` folder: the first of
+    ``HF_WEIGHT_FILES`` (by exact name) it has, logged; no other file of a folder is ever taken."""
     check_local(path)  # before Path(), which would fold 'https://' into 'https:/'
     path = Path(path)
     if path.is_dir():
         for name in HF_WEIGHT_FILES:
             if (path / name).is_file():
+                log.info("weights of folder %s: reading %s (the first of %s it has)", path, name,
+                         ', '.join(HF_WEIGHT_FILES))
                 return path / name
         raise FileNotFoundError(f"no weights file in folder {path}: expected one of {', '.join(HF_WEIGHT_FILES)}")
     if not path.is_file():

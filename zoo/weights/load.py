@@ -12,6 +12,7 @@ from .io import CheckpointError, read_state_dict
 log = logging.getLogger(__name__)
 HEAD_KEYS = ('head.', 'head_dist.')
 ADAPTER_KEYS = ('.lora_a', '.lora_b')  # zoo.lora's adapters: absent from a checkpoint of the base model
+MERGED_KEYS = '.lora_merged'  # zoo.lora: merged adapters, checked by the LoRA Linear itself as it loads
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -82,7 +83,8 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
                       and k not in report.fresh]
     if not any(k.endswith(ADAPTER_KEYS) for k in state):  # a base checkpoint into a LoRA model: adapters at start
         report.missing = [k for k in report.missing if not k.endswith(ADAPTER_KEYS)]
-    report.unexpected = [k for k in state if k not in target]
+    report.missing = [k for k in report.missing if not k.endswith(MERGED_KEYS)]
+    report.unexpected = [k for k in state if k not in target and not k.endswith(MERGED_KEYS)]
     report.mismatched = [k for k, v in state.items() if k in target and v.shape != target[k].shape]
     mismatched = [f"{k} {tuple(state[k].shape)} vs model {tuple(target[k].shape)}" for k in report.mismatched]
     problems = (_listing('missing in checkpoint', report.missing) if report.missing else '') + \
@@ -96,7 +98,11 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     if problems:
         log.warning("partial load of %s:%s", name, problems)
     skipped = set(report.mismatched)
-    model.load_state_dict({k: v for k, v in state.items() if k in target and k not in skipped}, strict=False)
+    try:
+        model.load_state_dict({k: v for k, v in state.items() if (k in target or k.endswith(MERGED_KEYS))
+                               and k not in skipped}, strict=False)
+    except CheckpointMismatchError as err:  # merged adapters loaded into unmerged ones, or the reverse
+        raise CheckpointMismatchError(f"checkpoint {name} does not fit {type(model).__name__}: {err}") from err
     if report.dropped or report.reinitialized or report.resized:
         log.info("loaded %s (%s layout): dropped %s, re-initialised %s, resized %s", name, fmt,
                  report.dropped, report.reinitialized, report.resized)
