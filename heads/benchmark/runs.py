@@ -29,6 +29,13 @@ class ResultFileError(ValueError):
     """A result.json or provenance.json that is damaged or not what the tools write."""
 
 
+def _kind(value) -> str:
+    """A short description of a JSON value for a message (containers by type and size only)."""
+    if isinstance(value, (dict, list)):
+        return f'a {type(value).__name__} of {len(value)} items'
+    return f'{type(value).__name__} {repr(value)[:40]}'
+
+
 def _load(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding='utf-8'))
@@ -37,7 +44,7 @@ def _load(path: Path) -> dict:
     except (ValueError, RecursionError) as error:
         raise ResultFileError(f'{path} is damaged: not JSON ({str(error)[:80]}; cut short by a crash?)') from None
     if not isinstance(data, dict):
-        raise ResultFileError(f'{path} is damaged: it holds {type(data).__name__} {str(data)[:40]!r}, not an object')
+        raise ResultFileError(f'{path} is damaged: it holds {_kind(data)}, not an object')
     return data
 
 
@@ -47,8 +54,8 @@ def _check_record(path: Path, record, needs_config: bool) -> None:
     for key, kinds in (*FIELDS.items(), *([('config', dict)] if needs_config else [])):
         value = record.get(key)
         if not isinstance(value, kinds) or isinstance(value, bool):
-            raise ResultFileError(f"{path}: provenance field {key!r} is {json.dumps(value)[:40]}, not what the tools "
-                                  f"write (damaged, or written by an older version)")
+            raise ResultFileError(f"{path}: provenance field {key!r} is {_kind(value)}, not what the tools write "
+                                  f"(damaged, or written by an older version)")
 
 
 def read_result(path) -> dict:
@@ -59,8 +66,7 @@ def read_result(path) -> dict:
     _check_record(path, row.get('provenance'), needs_config=False)
     for key, value in row.items():
         if key != 'provenance' and not (value is None or isinstance(value, (str, int, float))):
-            raise ResultFileError(f'{path}: {key!r} is {type(value).__name__} {str(value)[:40]!r}, not a number, '
-                                  f'string or null (damaged?)')
+            raise ResultFileError(f'{path}: {key!r} is {_kind(value)}, not a number, string or null (damaged?)')
     return row
 
 
