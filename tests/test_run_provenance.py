@@ -124,3 +124,16 @@ def test_a_damaged_result_or_log_is_named_and_its_run_redone(tmp_path, damage):
         assert claim_runs(claim, load, work) == ['a/seed0']
     assert runs.read_result(result)['mIoU'] is not None
     assert (run / 'superseded-2' / log.relative_to(run)).exists()
+
+
+def test_a_budget_derived_for_another_budget_or_config_is_derived_anew(tmp_path):
+    cfg = Config.fromfile(tiny(tmp_path))
+    one, _ = compare.budgeted('vit', cfg, tmp_path, ('flops', 1.0))
+    assert compare.budgeted('vit', cfg, tmp_path, ('flops', 1.0))[0].train_cfg.max_iters == one.train_cfg.max_iters
+    with pytest.warns(UserWarning, match=r'budget.json: it was derived for another budget or config'):
+        two, _ = compare.budgeted('vit', cfg, tmp_path, ('flops', 2.0))
+    assert two.train_cfg.max_iters == pytest.approx(2 * one.train_cfg.max_iters, abs=1)
+    cfg.train_dataloader.batch_size = 4  # --cfg-options: twice the images per iteration
+    with pytest.warns(UserWarning, match=r'budget.json: it was derived for another budget or config'):
+        half, _ = compare.budgeted('vit', cfg, tmp_path, ('flops', 2.0))
+    assert half.train_cfg.max_iters == pytest.approx(one.train_cfg.max_iters, abs=1)
