@@ -21,6 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .io.durable import write_text_durably
+
 SIZE, LARGE = (64, 64), (128, 128)
 MEAN, STD = torch.tensor([123.675, 116.28, 103.53]), torch.tensor([58.395, 57.12, 57.375])
 NUM_CLASSES = 4
@@ -240,8 +242,8 @@ def run(out, exercises=('registers', 'norm', 'lora', 'positions'), iters: int = 
     if 'positions' in exercises:
         results['positions'] = exercise_positions(iters, data, val, scenes(val_count, LARGE, seed=1))
         log('(d) positions done')
-    (out / 'results.json').write_text(json.dumps(results, indent=1))
-    (out / 'results.md').write_text(table(results))
+    write_text_durably(out / 'results.json', json.dumps(results, indent=1))
+    write_text_durably(out / 'results.md', table(results))
     plot(results, out)
     log(table(results))
     return results

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from heads.benchmark import evidence
+from heads.benchmark import evidence, runs
+from heads.benchmark.compare import seeded
 from heads.datasets import SyntheticScenes
 from heads.datasets.base import fraction_indices
 
@@ -91,9 +92,11 @@ def test_an_interrupted_claim_reruns_only_the_missing_runs(tmp_path, monkeypatch
     assert trained == []
 
 
-def write_result(folder: Path, metric: float) -> None:
+def write_result(folder: Path, metric: float, seed: int) -> None:
+    """A result.json as tools/evidence.py writes it for an arm of an empty config at ``seed``."""
     folder.mkdir(parents=True)
-    (folder / 'result.json').write_text(json.dumps({'mIoU': metric}))
+    job = evidence.Job(evidence.Run('a', 1.0, seed, ''), seeded(Config({}), seed))
+    runs.finish(folder, {'mIoU': metric}, job.expected())
 
 
 def test_table_from_result_files(tmp_path):
@@ -104,7 +107,7 @@ def test_table_from_result_files(tmp_path):
     claim = evidence.Claim('toy', 'mIoU', {'a': 'unused.py', 'b': 'unused.py'})
     for arm, values in {'a': (10, 12, 14), 'b': (11, 15, 16)}.items():
         for seed, value in enumerate(values):
-            write_result(tmp_path / arm / f'seed{seed}', value)
+            write_result(tmp_path / arm / f'seed{seed}', value, seed)
     records = evidence.execute(claim, lambda path: Config({}), [0, 1, 2], tmp_path)  # nothing left to train
     rows = evidence.summarize(records, 'mIoU', ['a', 'b'])
     a, b = rows

@@ -11,7 +11,10 @@ With --backbones the config's model.backbone is replaced by each named zoo backb
 NAME:{"depth": 4} adds options). With --configs the configs must be identical except model.backbone; the tool
 refuses otherwise and lists the keys that differ. Each backbone trains in OUT/<name> through mmengine's Runner; a
 finished backbone is not rerun (its result.json is read back) and an interrupted one resumes from its last
-checkpoint. Writes OUT/compare.md, OUT/compare.csv and OUT/compare.png (the validation metric against GMACs and
+checkpoint, but only for the same settings: a result records what produced it (the resolved config's digest,
+iterations, seed), and a run made or started with other settings (or whose result.json / scalars.json is damaged)
+is named, moved aside into OUT/<name>/superseded-<k>/ and trained again.
+Writes OUT/compare.md, OUT/compare.csv and OUT/compare.png (the validation metric against GMACs and
 against forward throughput).
 
 Repeated runs (--seeds N): each backbone trains N times, seeds k = s .. s+N-1 (s: the config's randomness.seed),

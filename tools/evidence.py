@@ -7,8 +7,10 @@ r"""Check a claim of the ViT literature at small scale, over seeds (docs/evidenc
 inductive_bias: a small CvT vs ViT-Ti (4 blocks) of similar GMACs, DPT on 25/50/100% of CamVid's training images;
 distillation: ViT-Ti patch classifier vs DeiT-Ti hard-distilled from a ResNet-18 teacher trained first (once,
 seed 0); mae: DPT with ViT-Ti from scratch vs fine-tuned from MAE pre-training on CamVid's train images (trained
-first, once). Runs train in WORK (default work_dirs/evidence/<claim>); a run with a result.json is never repeated,
-so an interrupted check reruns only the missing runs. --jobs N trains N runs at a time, each in its own process on
+first, once). Runs train in WORK (default work_dirs/evidence/<claim>); a run with a result.json made with the same
+settings (config, iterations, seed, prerequisite) is never repeated, so an interrupted check reruns only the
+missing runs; one made with other settings, or damaged, is named, moved aside (<run>/superseded-<k>/) and redone.
+--jobs N trains N runs at a time, each in its own process on
 one thread. Writes OUT/results.md, results.csv, results.json (mean, std, 95% CI per arm, paired t-test over seeds
 against the first arm, Holm-adjusted) and OUT/<claim>.png (the intervals). heads/benchmark/evidence.py has the logic.
 """

@@ -4,13 +4,15 @@ then one table (Markdown + CSV) and one plot of the validation metric against co
 Speeds are only comparable when the machine was equally free for every row: the forward pass is timed in rounds
 alternating with a fixed matrix product (:func:`heads.benchmark.dense.forward_against_matmul`), and a row whose
 matmul rate is below :data:`BUSY_SHARE` of the best in the table is marked busy (measure it again on a quiet
-machine: delete its ``result.json``)."""
+machine: delete its ``result.json``). A result is read back only for the settings that produced it
+(:mod:`heads.benchmark.runs`)."""
 from __future__ import annotations
 
 import ast
 import copy
 import csv
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +22,13 @@ from zoo.profiling import count_macs, count_params, peak_memory
 
 from ..engine import ZooRunner
 from ..engine.config_diff import differing_keys
-from ..engine.logs import last_metrics, read_scalars
+from ..engine.logs import LogFileError, last_metrics, read_scalars
 from ..registry import MODELS
+from . import runs as run_folder
 from . import stats
 from .budget import budget_iterations, set_iterations
 from .dense import forward_against_matmul, forward_fn
+from .provenance import canonical_config, check_same_settings, digest, settings
 from .tables import markdown
 
 COLUMNS = ['backbone', 'params_M', 'GMACs', 'iters', 'forward_img_s', 'train_img_s', 'train_peak_MiB',
@@ -124,62 +128,87 @@ def seeded(cfg, seed: int):
     return cfg
 
 
-def run_one(name: str, cfg, out: Path, measure_costs: bool = True) -> dict:
+def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict | None = None,
+            exclude=()) -> dict:
     """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure (unless ``measure_costs``
-    is False: the costs do not depend on the seed); cached in result.json, so a finished run is never repeated."""
+    is False: the costs do not depend on the seed); the row is kept in result.json with the settings that produced
+    it (:mod:`heads.benchmark.runs`: ``options``, the tool's options that change the result, and the config keys in
+    ``exclude`` go into them as :func:`heads.benchmark.provenance.settings` says), so that a finished run is not
+    repeated for the same settings and never read back for others. A damaged log is named and the run redone."""
     work_dir = out / name
-    result_file = work_dir / 'result.json'
-    if result_file.exists():
-        return json.loads(result_file.read_text())
-    work_dir.mkdir(parents=True, exist_ok=True)
-    cfg = copy.deepcopy(cfg)
-    cfg.work_dir = str(work_dir)
-    if (work_dir / 'last_checkpoint').exists():
-        cfg.resume, cfg.load_from = True, None
-    runner = ZooRunner.from_cfg(cfg)
-    runner.train()
-    seconds_per_iter = training_seconds_per_iter(runner)
-    batch = cfg.train_dataloader.batch_size
-    row = {'backbone': name, 'seed': cfg.get('randomness', {}).get('seed'), 'iters': cfg.train_cfg.max_iters,
-           **(measure(cfg, batch) if measure_costs else {}),
-           'train_img_s': batch / seconds_per_iter if seconds_per_iter else None,
-           **last_metrics(read_scalars(work_dir))}
-    result_file.write_text(json.dumps(row, indent=1))
-    return row
+    expected = settings(cfg, {'measure_costs': measure_costs, **(options or {})}, exclude)
+    for attempt in range(2):
+        row = run_folder.prepare(work_dir, expected)
+        if row is not None:
+            return row
+        run_folder.start(work_dir, expected)
+        run_cfg = copy.deepcopy(cfg)
+        run_cfg.work_dir = str(work_dir)
+        if (work_dir / 'last_checkpoint').exists():
+            run_cfg.resume, run_cfg.load_from = True, None
+        runner = ZooRunner.from_cfg(run_cfg)
+        runner.train()
+        try:
+            metrics = last_metrics(read_scalars(work_dir))
+        except LogFileError as error:
+            if attempt:
+                raise
+            run_folder.move_aside(work_dir, str(error))
+            continue
+        seconds_per_iter = training_seconds_per_iter(runner)
+        batch = cfg.train_dataloader.batch_size
+        row = {'backbone': name, 'seed': cfg.get('randomness', {}).get('seed'), 'iters': cfg.train_cfg.max_iters,
+               **(measure(cfg, batch) if measure_costs else {}),
+               'train_img_s': batch / seconds_per_iter if seconds_per_iter else None, **metrics}
+        return run_folder.finish(work_dir, row, expected)
 
 
 def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tuple[object, dict]:
     """``cfg`` with its schedule set by ``budget`` (:mod:`heads.benchmark.budget`), and the derivation for the table.
-    The derivation is kept in OUT/<name>/budget.json, so that a resumed comparison trains to the same length even
-    under a time budget (whose per-iteration time would be measured anew otherwise)."""
+    The derivation is kept in OUT/<name>/budget.json with the budget and the config's digest, so that a resumed
+    comparison trains to the same length even under a time budget (whose per-iteration time would be measured anew
+    otherwise); another budget or config derives it anew (said in a warning)."""
     if budget[0] == 'iters':
         return cfg, {}
     record = out / name / 'budget.json'
+    basis = {'budget': list(budget), 'config_digest': digest(canonical_config(cfg))}
+    derived = None
     if record.exists():
-        derived = json.loads(record.read_text())
-    else:
-        derived = budget_iterations(cfg, crop_size(cfg), budget)
+        try:
+            derived = json.loads(record.read_text())
+            if not isinstance(derived, dict) or not isinstance(derived.get('iters'), int) \
+                    or {k: derived.get(k) for k in basis} != basis:
+                raise ValueError('it was derived for another budget or config')
+        except (ValueError, UnicodeDecodeError) as error:
+            warnings.warn(f'{record}: {str(error)[:80]}; deriving the budget anew')
+            derived = None
+    if derived is None:
+        derived = {**budget_iterations(cfg, crop_size(cfg), budget), **basis}
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(derived, indent=1))
+        run_folder.write_json(record, derived)
     cfg = copy.deepcopy(cfg)
     set_iterations(cfg, derived['iters'])
-    return cfg, {k: v for k, v in derived.items() if k != 'iters'}
+    return cfg, {k: v for k, v in derived.items() if k not in ('iters', *basis)}
 
 
 def run_backbone(name: str, cfg, out: Path, seeds: list[int], budget=('iters', None), progress=None) -> tuple:
     """All runs of one backbone: one per seed (in OUT/<name>/seed<k> when there are several, else OUT/<name> with
-    the config's own seed), each resumable and never repeated once finished. Returns (table row, per-run rows)."""
+    the config's own seed), each resumable and never repeated once finished with these settings. Returns (table
+    row, per-run rows: each with its 'provenance')."""
     cfg, derived = budgeted(name, cfg, out, budget)
-    runs = []
+    results = []
     for i, seed in enumerate(seeds):
         if len(seeds) == 1:
             row = run_one(name, cfg, out)
         else:
             row = run_one(f'{name}/seed{seed}', seeded(cfg, seed), out, measure_costs=i == 0)
-        runs.append({**row, 'backbone': name, **derived})
+        results.append({**row, 'backbone': name, **derived})
         if progress is not None:
             progress.update()
-    return (runs[0] if len(runs) == 1 else summarize_seeds(runs)), runs
+    if len(results) == 1:
+        return {k: v for k, v in results[0].items() if k != 'provenance'}, results
+    labels = [str(out / name / f'seed{seed}' / run_folder.RESULT) for seed in seeds]
+    return summarize_seeds(results, labels), results
 
 
 def mark_busy(rows: list[dict]) -> None:
@@ -206,14 +235,21 @@ def notes(rows: list[dict]) -> list[str]:
 
 def metric_names(rows: list[dict]) -> list[str]:
     """The validation metrics in ``rows``: every key that is not a cost column, an extra or a spread column."""
-    return sorted({k for r in rows for k in r} - set(COLUMNS) - set(EXTRA)
+    return sorted({k for r in rows for k in r} - set(COLUMNS) - set(EXTRA) - {'provenance'}
                   - {k for r in rows for k in r if k.endswith(SPREAD)})
 
 
-def summarize_seeds(runs: list[dict]) -> dict:
+def summarize_seeds(runs: list[dict], labels: list[str] | None = None) -> dict:
     """One backbone's runs over seeds as one row: the costs of the run that measured them, the mean training
-    speed, and per metric its mean, standard deviation and 95% confidence interval (:func:`stats.summarize`)."""
-    row = {k: v for k, v in next((r for r in runs if 'GMACs' in r), runs[0]).items() if k != 'seed'}
+    speed, and per metric its mean, standard deviation and 95% confidence interval (:func:`stats.summarize`).
+    Runs carrying a 'provenance' (named by ``labels``: their result files) must have the same settings but the
+    seed (and whether they measured the costs), else ProvenanceError names them and what differs."""
+    recorded = {label: {**r['provenance'], 'options': {**r['provenance']['options'], 'measure_costs': None}}
+                for label, r in zip(labels or [f'run {i}' for i in range(len(runs))], runs) if 'provenance' in r}
+    if recorded:
+        check_same_settings(recorded)
+    row = {k: v for k, v in next((r for r in runs if 'GMACs' in r), runs[0]).items()
+           if k not in ('seed', 'provenance')}
     speeds = [r['train_img_s'] for r in runs if r.get('train_img_s')]
     row['train_img_s'] = sum(speeds) / len(speeds) if speeds else None
     row['seeds'] = len(runs)

@@ -2,27 +2,30 @@
 
 A claim is a set of arms (configs that differ in one idea), trained over seeds (and, for claim a, over fractions
 of the training images), each run through :func:`heads.benchmark.compare.run_one` in
-``WORK/<arm>[/f<fraction>]/seed<k>`` and never repeated once its result.json exists. A prerequisite (the CNN
-teacher, the MAE pre-training) trains first, in ``WORK/<prerequisite>[/seed<k>]``, also resumable; the arms that
-need it get its last checkpoint at a config key. Runs go through a pool of ``jobs`` worker processes, each limited
-to one thread. The summary (OUT/results.md, .json, .csv and OUT/<claim>.png) gives per arm (and fraction) the
-metric's mean, standard deviation and 95% interval over seeds, and the paired t-test over seeds of every arm
-against the first one (:mod:`heads.benchmark.stats`), Holm-adjusted over the claim's comparisons.
+``WORK/<arm>[/f<fraction>]/seed<k>`` and never repeated once its result.json exists for the same settings
+(:mod:`heads.benchmark.runs`: a damaged result, or one of other settings, is named and the run redone). A
+prerequisite (the CNN teacher, the MAE pre-training) trains first, in ``WORK/<prerequisite>[/seed<k>]``, also
+resumable; the arms that need it get its last checkpoint at a config key (and record its settings). Runs go
+through a pool of ``jobs`` worker processes, each limited to one thread. The summary (OUT/results.md, .json, .csv
+and OUT/<claim>.png) gives per arm (and fraction) the metric's mean, standard deviation and 95% interval over seeds,
+and the paired t-test over seeds of every arm against the first one (:mod:`heads.benchmark.stats`), Holm-adjusted
+over the claim's comparisons.
 """
 from __future__ import annotations
 
 import copy
 import csv
-import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
+from . import runs as run_folder
 from . import stats
 from .budget import set_iterations
 from .compare import run_one, seeded
+from .provenance import check_same_settings, settings
 from .tables import markdown
 
 
@@ -85,53 +88,80 @@ def checkpoint_of(work: Path, run: Run) -> str:
     return (work / run.name / 'last_checkpoint').read_text().strip()
 
 
-def train(name: str, cfg_dict: dict, work: str, threads: int | None = None) -> dict:
+@dataclass
+class Job:
+    """A run with its config and what its provenance adds: the tool's ``options`` that change its result, and the
+    config keys left out of its digest (``exclude``: the prerequisite checkpoint's path, recorded as ``options``)."""
+    run: Run
+    cfg: object
+    options: dict = field(default_factory=dict)
+    exclude: tuple = ()
+
+    def expected(self) -> dict:
+        """The settings :func:`heads.benchmark.compare.run_one` records for this run (the config as it crosses
+        the process boundary)."""
+        from mmengine.config import Config
+        return settings(Config(self.cfg.to_dict()), {'measure_costs': False, **self.options}, self.exclude)
+
+
+def train(name: str, cfg_dict: dict, work: str, threads: int | None = None, options: dict | None = None,
+          exclude=()) -> dict:
     """One run in this process (the pool's entry point: a plain dict crosses the process boundary)."""
     if threads:
         import torch
         torch.set_num_threads(threads)
     from mmengine.config import Config
-    return run_one(name, Config(cfg_dict), Path(work), measure_costs=False)
+    return run_one(name, Config(cfg_dict), Path(work), measure_costs=False, options=options, exclude=exclude)
 
 
-def run_all(jobs_: list[tuple[Run, object]], work: Path, jobs: int) -> dict[str, dict]:
-    """Train every (run, config) whose result.json is missing; returns name -> result row. ``jobs`` > 1: that many
-    worker processes with OMP_NUM_THREADS=1 each; 1: in this process."""
-    todo = [(r, c) for r, c in jobs_ if not (work / r.name / 'result.json').exists()]
+def run_all(jobs_: list[Job], work: Path, jobs: int) -> dict[str, dict]:
+    """Train every run without a result.json made with its settings (:func:`heads.benchmark.runs.prepare`: a
+    damaged one or one of other settings is named and moved aside); returns name -> result row. ``jobs`` > 1:
+    that many worker processes with OMP_NUM_THREADS=1 each; 1: in this process."""
+    todo = [j for j in jobs_ if run_folder.prepare(work / j.run.name, j.expected()) is None]
     if jobs > 1 and len(todo) > 1:
         os.environ['OMP_NUM_THREADS'] = os.environ['MKL_NUM_THREADS'] = '1'  # inherited by the workers
         with ProcessPoolExecutor(jobs, mp_context=get_context('spawn')) as pool:
-            futures = [pool.submit(train, r.name, c.to_dict(), str(work), 1) for r, c in todo]
+            futures = [pool.submit(train, j.run.name, j.cfg.to_dict(), str(work), 1, j.options, j.exclude)
+                       for j in todo]
             for future in futures:
                 future.result()  # an error in a run stops here, after the others finished
     else:
-        for r, c in todo:
-            train(r.name, c.to_dict(), str(work))
-    return {r.name: json.loads((work / r.name / 'result.json').read_text()) for r, _ in jobs_}
+        for j in todo:
+            train(j.run.name, j.cfg.to_dict(), str(work), options=j.options, exclude=j.exclude)
+    return {j.run.name: run_folder.read_result(work / j.run.name / run_folder.RESULT) for j in jobs_}
 
 
 def execute(claim: Claim, load, seeds: list[int], work: Path, jobs: int = 1, iters: int | None = None) -> list[dict]:
     """Train the claim's prerequisite and arms (``load(path)`` -> Config; ``iters``: the arms' schedule length,
     schedulers rescaled, one validation at the end). Independent arms share the pool with the prerequisite; the arms
-    that need it follow. Returns one record per arm run: arm, fraction, seed, metric."""
+    that need it follow, recording the prerequisite's settings. Returns one record per arm run: arm, fraction,
+    seed, metric; runs of one arm and fraction made with different settings raise ProvenanceError."""
     pre, runs = plan(claim, seeds)
+    rows = {}
 
-    def config(run: Run):
+    def job(run: Run) -> Job:
         cfg = copy.deepcopy(load(claim.arms[run.arm]))
         if iters:
             set_iterations(cfg, iters)
             cfg.train_cfg.val_interval = cfg.default_hooks.checkpoint.interval = iters
         if run.fraction != 1.0:
             cfg.train_dataloader.dataset.update(fraction=run.fraction, fraction_seed=0)
-        if run.arm in claim.needs:
-            source = next(p for p in pre if p.seed == run.seed or not claim.per_seed_prerequisite)
-            cfg.merge_from_dict({claim.needs[run.arm]: checkpoint_of(work, source)})
-        return seeded(cfg, run.seed)
+        if run.arm not in claim.needs:
+            return Job(run, seeded(cfg, run.seed))
+        source = next(p for p in pre if p.seed == run.seed or not claim.per_seed_prerequisite)
+        cfg.merge_from_dict({claim.needs[run.arm]: checkpoint_of(work, source)})
+        made = {k: v for k, v in rows[source.name]['provenance'].items() if k != 'seed'}
+        return Job(run, seeded(cfg, run.seed), {'prerequisite': made}, (claim.needs[run.arm],))
 
-    first = [(p, seeded(load(claim.prerequisite), p.seed)) for p in pre]
-    first += [(r, config(r)) for r in runs if r.arm not in claim.needs]
-    rows = run_all(first, work, jobs)
-    rows.update(run_all([(r, config(r)) for r in runs if r.arm in claim.needs], work, jobs))
+    first = [Job(p, seeded(load(claim.prerequisite), p.seed)) for p in pre]
+    first += [job(r) for r in runs if r.arm not in claim.needs]
+    rows.update(run_all(first, work, jobs))
+    rows.update(run_all([job(r) for r in runs if r.arm in claim.needs], work, jobs))
+    for arm in claim.arms:
+        for fraction in claim.fractions:
+            group = [r for r in runs if r.arm == arm and r.fraction == fraction]
+            check_same_settings({str(work / r.name / run_folder.RESULT): rows[r.name]['provenance'] for r in group})
     return [{'arm': r.arm, 'fraction': r.fraction, 'seed': r.seed, claim.metric: rows[r.name].get(claim.metric)}
             for r in runs]
 
@@ -168,7 +198,7 @@ def write(rows: list[dict], records: list[dict], out: Path, header: str, extra: 
         writer = csv.DictWriter(f, COLUMNS, extrasaction='ignore')
         writer.writeheader()
         writer.writerows(rows)
-    (out / 'results.json').write_text(json.dumps({'summary': rows, 'runs': records}, indent=1))
+    run_folder.write_json(out / 'results.json', {'summary': rows, 'runs': records})
     table = markdown([{k: ('' if r.get(k) is None else r[k]) for k in COLUMNS} for r in rows], header, COLUMNS, '')
     (out / 'results.md').write_text(table + ('\n' + extra if extra else ''))
 

@@ -2,6 +2,7 @@
 
 ``replace_durably(partial, final, checksum=True)`` also writes ``final``'s SHA-256 beside it *after* the data
 (:mod:`zoo.weights.checksum`), so that a reader can verify by content that the file is the one written whole.
+``write_text_durably(path, text)`` writes a small text file (a result, a record) the same way.
 """
 from __future__ import annotations
 
@@ -44,3 +45,15 @@ def replace_durably(partial: Path, final: Path, checksum: bool = False) -> None:
         finally:
             written.unlink(missing_ok=True)
         _fsync_directory(final.parent)
+
+
+def write_text_durably(path, text: str) -> None:
+    """Write ``text`` to ``path`` through ``<path>.partial`` and :func:`replace_durably`: a crash leaves the old file
+    or the whole new one, never a truncated one."""
+    path = Path(path)
+    partial = path.with_name(path.name + '.partial')
+    try:
+        partial.write_text(text, encoding='utf-8')
+        replace_durably(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
