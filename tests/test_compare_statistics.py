@@ -95,6 +95,21 @@ def test_a_shorter_budget_rescales_the_schedule():
     assert [s['end'] for s in cfg.param_scheduler] == [50, 300]  # warm-up kept, decay ends at the new end
 
 
+def test_a_budget_shorter_than_the_warm_up_keeps_a_schedule_mmengine_can_build():
+    """A 20-iteration run of a schedule with a 50-iteration warm-up: the decay would begin after the run ends
+    (mmengine refused it: 'end should be larger than begin, but got begin=50, end=20')."""
+    from mmengine.optim.scheduler import LinearLR, PolyLR
+    cfg = Config(dict(train_cfg=dict(max_iters=1000),
+                      param_scheduler=[dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=50),
+                                       dict(type='PolyLR', by_epoch=False, begin=50, end=1000)]))
+    budget.set_iterations(cfg, 20)
+    assert [(s['type'], s['begin'], s['end']) for s in cfg.param_scheduler] == [('LinearLR', 0, 20)]
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    for scheduler in cfg.param_scheduler:
+        kind = {'LinearLR': LinearLR, 'PolyLR': PolyLR}[scheduler['type']]
+        kind(optimizer, **{k: v for k, v in scheduler.items() if k != 'type'})
+
+
 def test_seeds_give_intervals_and_pairs_and_rerun_only_missing_runs(tmp_path):
     specs = ['vit_tiny_patch16_224:{"depth": 4, "patch_size": 8, "img_size": (96, 128)}',
              'cvt_13_224:{"depths": (1, 1, 1), "out_indices": (0, 1, 2, 2)}']

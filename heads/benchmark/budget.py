@@ -12,7 +12,9 @@ training time, so that a backbone 3x slower than another is not given 3x the com
   are not counted). Depends on the machine and on what else runs on it.
 
 The schedule is rescaled with the iteration count: validation and checkpoint intervals longer than the new length
-become the new length, and every scheduler that ran to the old end runs to the new one.
+become the new length, every scheduler that ran to the old end runs to the new one, and a schedule shorter than
+a scheduler's start keeps what fits: a scheduler that would begin at or after the new end is dropped (a warm-up of 50
+iterations in a 20-iteration run is cut to 20, and the decay after it never starts), one that ends later ends there.
 """
 from __future__ import annotations
 
@@ -73,9 +75,16 @@ def set_iterations(cfg, iters: int) -> None:
     if checkpoint is not None and checkpoint.get('interval', 0) > iters:
         checkpoint.interval = iters
     schedulers = cfg.get('param_scheduler') or []
+    kept = []
     for scheduler in schedulers if isinstance(schedulers, list) else [schedulers]:
-        if scheduler.get('by_epoch', True) is False and scheduler.get('end', old) >= old:
-            scheduler['end'] = iters
+        if scheduler.get('by_epoch', True) is False:
+            if scheduler.get('begin', 0) >= iters:
+                continue  # it would start after the run ends (mmengine refuses begin >= end)
+            if scheduler.get('end', old) >= old or scheduler.get('end', old) > iters:
+                scheduler['end'] = iters
+        kept.append(scheduler)
+    if 'param_scheduler' in cfg:
+        cfg.param_scheduler = kept
 
 
 def budget_iterations(cfg, crop: tuple[int, int], budget: tuple[str, float | None]) -> dict:
