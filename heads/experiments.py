@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .io.durable import write_text_durably
+from zoo.weights.durable import write_text_durably
 
 SIZE, LARGE = (64, 64), (128, 128)
 MEAN, STD = torch.tensor([123.675, 116.28, 103.53]), torch.tensor([58.395, 57.12, 57.375])

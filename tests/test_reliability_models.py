@@ -24,6 +24,7 @@ from heads.models import ImageClassifier
 from zoo.lora import adapter_state_dict, apply_lora, load_adapters, lora_modules, merge_lora, save_adapters
 from zoo.lora_file import NonFiniteAdapterError, read_adapter_file
 from zoo.weights import CheckpointError, CheckpointMismatchError, NotACheckpointError
+from zoo.weights.checksum import checksum_mismatch
 
 from .test_lora import EVERY_LINEAR, _randomise_adapters, small
 from .test_reliability_checkpoints import quick
@@ -181,42 +182,67 @@ def test_an_empty_weights_path_reads_nothing_from_the_current_folder(tmp_path, m
 
 
 # ------------------------------------------------------------------------------ item 7: the hook's atomic write
-def test_a_failed_adapter_write_keeps_the_previous_file_whole(tmp_path, monkeypatch):
-    """A real LoRA run; the adapter file's second write (with iter_2's checkpoint) fails half-way at the file
-    layer, as a full disk does: the run stops as on a full disk, the file of iter 1 is whole, no partial is left."""
-    monkeypatch.chdir(ROOT)
+class FailsHalfWay:
+    """A file opened for writing whose write stores half its data and fails as a full disk does."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, data):
+        self.f.write(data[:len(data) // 2])
+        self.f.flush()
+        raise OSError(errno.ENOSPC, 'No space left on device (injected)')
+
+
+def fail_nth_adapter_write(monkeypatch, nth: int) -> None:
+    """From now on, the ``nth`` opening of the adapter file (or its partial) for writing fails half-way."""
     real_open, writes = builtins.open, []
-
-    class FailsHalfWay:
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-        def write(self, data):
-            self.f.write(data[:len(data) // 2])
-            self.f.flush()
-            raise OSError(errno.ENOSPC, 'No space left on device (injected)')
 
     def faulty_open(file, mode='r', *args, **kwargs):
         f = real_open(file, mode, *args, **kwargs)
         if 'w' in mode and Path(str(file)).name in ('lora_adapters.safetensors', 'lora_adapters.safetensors.partial'):
             writes.append(file)
-            if len(writes) == 2:
+            if len(writes) == nth:
                 return FailsHalfWay(f)
         return f
 
     monkeypatch.setattr(builtins, 'open', faulty_open)
+
+
+def test_a_failed_adapter_write_keeps_the_previous_file_whole(tmp_path, monkeypatch):
+    """A real LoRA run; the adapter file's second write (with iter_2's checkpoint) fails half-way at the file
+    layer, as a full disk does: the run stops as on a full disk, the file of iter 1 is whole, no partial is left."""
+    monkeypatch.chdir(ROOT)
+    fail_nth_adapter_write(monkeypatch, 2)
     with pytest.raises(OSError, match=r'disk full.*iter_2.pth.*kept: .*iter_1.pth'):
         train_tool.main(quick(tmp_path, 2, 'model.backbone.lora.rank=2'))
-    monkeypatch.setattr(builtins, 'open', real_open)
+    monkeypatch.undo()
     adapters = read_adapter_file(tmp_path / 'lora_adapters.safetensors')
     state = torch.load(tmp_path / 'iter_1.pth', weights_only=True)['state_dict']
     assert adapters.tensors and all(torch.equal(v, state[k]) for k, v in adapters.tensors.items())
+    assert not list(tmp_path.glob('*.partial*'))
+
+
+def test_save_adapters_called_directly_keeps_the_previous_file_when_a_write_fails(tmp_path, monkeypatch):
+    model = small('vit')
+    apply_lora(model, rank=2)
+    path = tmp_path / 'lora_adapters.safetensors'
+    save_adapters(model, path)
+    before = path.read_bytes()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(1.0)
+    fail_nth_adapter_write(monkeypatch, 1)
+    with pytest.raises(OSError, match='No space left'):
+        save_adapters(model, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and checksum_mismatch(path) is None
     assert not list(tmp_path.glob('*.partial*'))
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import math
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -31,6 +32,8 @@ from torch import nn
 from . import lora_file
 from .core.cpu_gemm import CPULinear, cpu_linear_class, plain_linear_class
 from .weights import CheckpointError, CheckpointMismatchError
+from .weights.checksum import sidecar
+from .weights.durable import replace_durably
 
 log = logging.getLogger(__name__)
 
@@ -206,12 +209,22 @@ def adapter_file_bytes(model: nn.Module) -> bytes:
 
 def save_adapters(model: nn.Module, path) -> int:
     """Write the adapters alone to ``path`` (safetensors, :mod:`zoo.lora_file`); returns the file's size in bytes.
-    The file is written in place; a LoRA run's hook writes it atomically (:class:`heads.engine.LoRAAdapterHook`)."""
+    Written as checkpoints are: to ``<path>.partial``, flushed, renamed over the previous file and its SHA-256
+    written beside it (:func:`zoo.weights.durable.replace_durably`); a failed write removes the partial and leaves
+    the previous file whole."""
     if not lora_modules(model):
         raise ValueError(f"{type(model).__name__} has no LoRA adapters to save; call zoo.lora.apply_lora first")
+    path = Path(path)
+    partial = path.with_name(path.name + '.partial')
     data = adapter_file_bytes(model)
-    with open(path, 'wb') as f:
-        f.write(data)
+    try:
+        with open(partial, 'wb') as f:
+            f.write(data)
+        replace_durably(partial, path, checksum=True)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        sidecar(partial).unlink(missing_ok=True)
+        raise
     return len(data)
 
 

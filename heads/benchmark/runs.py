@@ -1,6 +1,7 @@
 """The folder of one run of ``tools/compare.py`` or ``tools/evidence.py``: its result (``result.json``: the row and
 the settings that produced it, :mod:`heads.benchmark.provenance`) and the settings it was started with
-(``provenance.json``, with the resolved config), both written atomically (:func:`heads.io.durable.write_text_durably`).
+(``provenance.json``, with the resolved config), both written atomically
+(:func:`zoo.weights.durable.write_text_durably`).
 
 A result is read back only when its file is whole and was made with the settings asked for, and an interrupted run
 is resumed only when it was started with them. Anything else (a damaged file, other settings, checkpoints of unknown
@@ -14,7 +15,8 @@ import re
 import warnings
 from pathlib import Path
 
-from ..io.durable import write_text_durably
+from zoo.weights.durable import write_text_durably
+
 from .provenance import differences, summary
 
 RESULT, STARTED = 'result.json', 'provenance.json'

@@ -7,12 +7,9 @@ from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
-from zoo.lora import adapter_file_bytes, lora_modules
-from zoo.weights.checksum import sidecar
+from zoo.lora import lora_modules, save_adapters
 
-from ..io.durable import replace_durably
 from ..registry import HOOKS
-from .runner import PARTIAL_SUFFIX
 
 
 @HOOKS.register_module()
@@ -22,7 +19,7 @@ class LoRAAdapterHook(Hook):
     has LoRA layers.
 
     Written as checkpoints are: to ``<filename>.partial``, flushed to disk, renamed over the previous file and
-    its SHA-256 written beside it (:func:`heads.io.durable.replace_durably`), so that a failed or interrupted
+    its SHA-256 written beside it (:func:`zoo.lora.save_adapters`), so that a failed or interrupted
     write leaves the previous file whole; the error then stops the run, as a failed checkpoint write does."""
     priority = 'LOW'
 
@@ -33,19 +30,13 @@ class LoRAAdapterHook(Hook):
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         if is_main_process() and lora_modules(model):
             path = Path(runner.work_dir) / self.filename
-            partial = path.with_name(path.name + PARTIAL_SUFFIX)
-            data = adapter_file_bytes(model)
             try:
-                with open(partial, 'wb') as f:
-                    f.write(data)
-                replace_durably(partial, path, checksum=True)
+                size = save_adapters(model, path)
             except BaseException:
-                partial.unlink(missing_ok=True)
-                sidecar(partial).unlink(missing_ok=True)
                 runner.logger.error(f"LoRA adapters not written: {path} is kept as it was"
                                     f"{'' if path.exists() else ' (none yet)'}")
                 raise
-            runner.logger.info(f"LoRA adapters written to {path} ({len(data) / 1024:.1f} KiB)")
+            runner.logger.info(f"LoRA adapters written to {path} ({size / 1024:.1f} KiB)")
 
     def before_save_checkpoint(self, runner, checkpoint) -> None:
         self._save(runner)  # mmengine 0.10 has no after_save_checkpoint: this point is what every checkpoint calls

@@ -33,9 +33,9 @@ from mmengine.runner import Runner
 
 from zoo.weights import CheckpointMismatchError
 from zoo.weights.checksum import checksum_mismatch, sidecar
+from zoo.weights.durable import replace_durably
 from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
-from ..io.durable import replace_durably
 from ..models.task_checkpoint import load_task_checkpoint
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
 from .class_count import more_classes_message

@@ -31,8 +31,9 @@ from safetensors.torch import save_file
 from torch import nn
 from tqdm import tqdm
 
+from zoo.weights.durable import replace_durably
+
 from ..engine.config_diff import flatten
-from ..io.durable import replace_durably
 from ..io.images import read_rgb
 from .hashing import weights_hash
 from .preprocess import input_size, preprocess, size_multiple

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from zoo.weights.checksum import sidecar, sidecar_line
+from .checksum import sidecar, sidecar_line
 
 
 def _fsync_directory(path: Path) -> None:
