@@ -11,6 +11,7 @@ import torch
 
 from heads.engine.config_values import ConfigValueError
 from heads.engine.resume_search import NoCompleteCheckpointError, latest_complete_checkpoint
+from heads.engine.rng_state import RngStateError
 from zoo.weights import CorruptCheckpointError
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import read_file
@@ -180,3 +181,36 @@ def test_a_loop_of_no_iterations_is_refused(tmp_path, key, value):
                                                rf"(iterations|epochs) to train\); got {value}"):
         train_tool.main(args)
     assert not list(tmp_path.glob('*.pth'))
+
+
+# ------------------------------------------------------------------------------------------ 4: RngStateHook
+def edited_checkpoint(trained_custom: Path, to: Path, edit) -> Path:
+    """ckpt_2.pth of the trained run with its torch_rng_state edited (written without a checksum, as an edit by
+    hand would leave it)."""
+    to.mkdir()
+    checkpoint = torch.load(trained_custom / 'ckpt_2.pth', weights_only=True)
+    edit(checkpoint['torch_rng_state'])
+    torch.save(checkpoint, to / 'ckpt_2.pth')
+    return to / 'ckpt_2.pth'
+
+
+@pytest.mark.parametrize('edit, said', [
+    (lambda s: s.pop('cpu'), r"torch_rng_state has no 'cpu'"),
+    (lambda s: s.update(cpu=[1, 2, 3]), r"torch_rng_state\['cpu'\] must be a 1-D torch\.uint8 tensor, got list"),
+    (lambda s: s.update(cpu=torch.zeros(5056, dtype=torch.uint8)), r"torch_rng_state\['cpu'\] is not a state "
+                                                                     r"torch's generator takes"),
+    (lambda s: s.update(cuda='none'), r"torch_rng_state\['cuda'\] must be a list of tensors, got str")])
+def test_a_malformed_rng_state_is_an_error_naming_the_checkpoint_and_the_key(trained_custom, tmp_path, edit, said):
+    """Before: a raw KeyError / TypeError / RuntimeError from torch before the first step."""
+    path = edited_checkpoint(trained_custom, tmp_path / 'run', edit)
+    with pytest.raises(RngStateError, match=rf"random-number state of checkpoint {re.escape(str(path))}: {said}"):
+        train_tool.main(custom(tmp_path / 'run', 3) + ['--resume', str(path)])
+
+
+def test_a_malformed_kernel_choice_is_a_warning_and_the_kernels_are_timed_afresh(trained_custom, tmp_path):
+    """A speed matter only: the run resumes, says so naming the checkpoint, and pins nothing (before: ValueError)."""
+    path = edited_checkpoint(trained_custom, tmp_path / 'run', lambda s: s.update(conv_weight_grad='fastest'))
+    runner = train_tool.main(custom(tmp_path / 'run', 3) + ['--resume', str(path)])
+    assert runner.iter == 3
+    assert (f"checkpoint {path}: its recorded convolution kernel choice torch_rng_state['conv_weight_grad'] is "
+            f"'fastest', not one of ('gemm', 'onednn'): the kernels are timed afresh") in log_of(tmp_path / 'run')
