@@ -4,6 +4,8 @@ config values a run refuses before training (docs/reliability.md, "Faults")."""
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,3 +216,23 @@ def test_a_malformed_kernel_choice_is_a_warning_and_the_kernels_are_timed_afresh
     assert runner.iter == 3
     assert (f"checkpoint {path}: its recorded convolution kernel choice torch_rng_state['conv_weight_grad'] is "
             f"'fastest', not one of ('gemm', 'onednn'): the kernels are timed afresh") in log_of(tmp_path / 'run')
+
+
+# ------------------------------------------------------------------------------------------ 6: FSDP optimizer state
+def test_an_fsdp_resume_whose_optimizer_state_does_not_fit_names_the_checkpoint(trained_custom, tmp_path):
+    """The states of two parameters swapped (as another optimizer configuration orders them): before, the full
+    tensors that fit no shard were left whole and the first step failed with "mixed torch.Tensor and DTensor".
+    One FSDP process under torchrun (gloo) shows it; it stops while resuming, before any step."""
+    checkpoint = torch.load(trained_custom / 'ckpt_2.pth', weights_only=True)
+    state = checkpoint['optimizer']['state']
+    state[0], state[1] = state[1], state[0]
+    path = tmp_path / 'swapped.pth'
+    torch.save(checkpoint, path)
+    args = custom(tmp_path / 'run', 3) + ['--launcher', 'pytorch', '--strategy', 'fsdp', '--resume', str(path)]
+    done = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=1',
+                           'tools/train.py', *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert done.returncode != 0 and 'mixed torch.Tensor and DTensor' not in done.stderr
+    assert (f"OptimizerStateMismatchError: --resume: the optimizer state of checkpoint {path} does not fit this "
+            f"run's optimizer: its state 0.exp_avg has shape (192,) where parameter 0 of this run's optimizer has "
+            f"(192, 3, 8, 8)") in done.stderr, done.stderr[-3000:]

@@ -45,7 +45,7 @@ from .compile import compile_from_config
 from .config_values import check_train_length
 from .console import show_essentials_on_console
 from .effective_batch import apply_effective_batch, world_size_of
-from .fsdp import gather_full, is_fully_sharded
+from .fsdp import OptimizerStateMismatchError, gather_full, is_fully_sharded
 from .resume_search import (
     DAMAGED_SUFFIX,
     PARTIAL_SUFFIX,
@@ -218,6 +218,11 @@ class ZooRunner(Runner):
         self._resuming = True
         try:
             return super().resume(filename, *args, **kwargs)
+        except OptimizerStateMismatchError as err:
+            raise OptimizerStateMismatchError(
+                f"--resume: the optimizer state of checkpoint {filename} does not fit this run's optimizer: {err}. "
+                f"Resume with the config it was trained with (model, optimizer, paramwise_cfg), or start from its "
+                f"weights with load_from") from None
         finally:
             self._resuming = False
 
