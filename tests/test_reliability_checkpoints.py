@@ -157,6 +157,7 @@ def test_resume_falls_back_past_a_newest_checkpoint_damaged_in_the_middle(traine
         train_tool.main(quick(tmp_path / 'other', 2) + ['--resume', str(newest)])
     runner = train_tool.main(quick(work_dir, 2) + ['--resume'])
     assert runner.iter == 2 and checksum_mismatch(newest) is None  # iteration 2 trained again from iter_1
+    assert (work_dir / 'iter_2.pth.damaged').read_bytes() == bytes(data)  # kept aside, not overwritten
 
 
 def test_resume_takes_a_newer_complete_checkpoint_than_last_checkpoint_names(trained, tmp_path):

@@ -18,14 +18,9 @@ from zoo.weights import CorruptCheckpointError
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import read_file
 
-from .test_reliability_checkpoints import ROOT, quick, train_tool
+from .test_reliability_checkpoints import ROOT, _in_project_root, copy_run, quick, train_tool  # noqa: F401
 
 TEMPLATE = 'ckpt_{}.pth'
-
-
-@pytest.fixture(autouse=True)
-def _in_project_root(monkeypatch):
-    monkeypatch.chdir(ROOT)
 
 
 def custom(work_dir, iters, *extra, keep=-1):
@@ -40,11 +35,6 @@ def trained_custom(tmp_path_factory):
     os.chdir(ROOT)
     train_tool.main(custom(work_dir, 3))
     return work_dir
-
-
-def copy_of(run: Path, to: Path) -> Path:
-    shutil.copytree(run, to, ignore=shutil.ignore_patterns('2*'))  # without the logs' timestamped folders
-    return to
 
 
 def damage_middle(path: Path) -> None:
@@ -71,7 +61,7 @@ def meta_iter(path: Path) -> int:
 def test_resume_with_a_custom_template_and_an_empty_last_checkpoint_continues(trained_custom, tmp_path):
     """A kill while mmengine rewrote last_checkpoint leaves it empty: the run's own ckpt_N.pth files are found,
     the newest complete one is resumed (before: iteration 0, ckpt_1.. written over)."""
-    work_dir = copy_of(trained_custom, tmp_path / 'run')
+    work_dir = copy_run(trained_custom, tmp_path / 'run')
     (work_dir / 'last_checkpoint').write_text('')
     before = {p.name: p.read_bytes() for p in work_dir.glob('ckpt_*.pth')}
     runner = train_tool.main(custom(work_dir, 4) + ['--resume'])
@@ -84,7 +74,7 @@ def test_resume_with_a_custom_template_and_an_empty_last_checkpoint_continues(tr
 def test_resume_falls_back_past_a_damaged_newest_custom_checkpoint_and_keeps_it(trained_custom, tmp_path):
     """ckpt_3 damaged in the middle, last_checkpoint empty: resumed from ckpt_2; ckpt_3 moved aside to
     ckpt_3.pth.damaged with its sidecar, named in the log, and not overwritten when the run writes ckpt_3 again."""
-    work_dir = copy_of(trained_custom, tmp_path / 'run')
+    work_dir = copy_run(trained_custom, tmp_path / 'run')
     (work_dir / 'last_checkpoint').write_text('')
     damage_middle(work_dir / 'ckpt_3.pth')
     damaged = (work_dir / 'ckpt_3.pth').read_bytes()
@@ -98,7 +88,7 @@ def test_resume_falls_back_past_a_damaged_newest_custom_checkpoint_and_keeps_it(
 
 def test_a_differently_named_newest_checkpoint_is_found_by_its_recorded_iteration(trained_custom, tmp_path):
     """A copy renamed by hand (backup.pth of iteration 3), ckpt_3 gone: it is the newest by the iteration inside."""
-    work_dir = copy_of(trained_custom, tmp_path / 'run')
+    work_dir = copy_run(trained_custom, tmp_path / 'run')
     (work_dir / 'ckpt_3.pth').rename(work_dir / 'backup.pth')
     sidecar(work_dir / 'ckpt_3.pth').unlink()
     (work_dir / 'last_checkpoint').write_text('')
@@ -107,7 +97,7 @@ def test_a_differently_named_newest_checkpoint_is_found_by_its_recorded_iteratio
 
 def test_resume_with_checkpoints_but_none_complete_stops_and_changes_nothing(trained_custom, tmp_path):
     """Every ckpt_N.pth empty or damaged: stop listing them (before: trained from 0 over them)."""
-    work_dir = copy_of(trained_custom, tmp_path / 'run')
+    work_dir = copy_run(trained_custom, tmp_path / 'run')
     (work_dir / 'last_checkpoint').write_text('')
     (work_dir / 'ckpt_1.pth').write_bytes(b'')
     (work_dir / 'ckpt_2.pth').write_bytes((work_dir / 'ckpt_2.pth').read_bytes()[:1000])

@@ -89,7 +89,7 @@ def checkpoint_files(work_dir, templates=()) -> list[Path]:
     for path in work_dir.iterdir() if work_dir.is_dir() else ():
         name = path.name
         if (name == POINTER or name.endswith((SIDECAR_SUFFIX, PARTIAL_SUFFIX, DAMAGED_SUFFIX, '.safetensors'))
-                or not (path.is_file() or path.is_symlink())):
+                or not path.is_file()):  # not a folder, a pipe (a read would block) or a link to nothing
             continue
         if _numbered(name, patterns) or name.endswith(CHECKPOINT_SUFFIXES) or sidecar(path).exists():
             found.add(path)
