@@ -6,6 +6,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from heads.engine.resume_search import NoCompleteCheckpointError
 from zoo.weights.io import CheckpointError, UnsafeCheckpointError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,10 +64,11 @@ def test_resume_from_a_truncated_file_names_it(trained, tmp_path):
 def test_load_from_safetensors_starts_from_those_weights(trained, tmp_path):
     weights = torch.load(trained, weights_only=True)['state_dict']
     save_file({k: v.contiguous() for k, v in weights.items()}, tmp_path / 'w.safetensors')
-    runner = train_tool.main(quick(tmp_path / 'run', 0, f"load_from={tmp_path / 'w.safetensors'}"))
-    assert runner.iter == 0  # weights only: a new run
-    loaded = runner.model.state_dict()
-    assert all(torch.equal(loaded[k], v) for k, v in weights.items())
+    runner = train_tool.main(quick(tmp_path / 'run', 1, f"load_from={tmp_path / 'w.safetensors'}",
+                                   'optim_wrapper.optimizer.lr=0'))  # lr 0: the step leaves the parameters
+    assert runner.iter == 1  # weights only: a new run, counted from 0
+    parameters = dict(runner.model.named_parameters())
+    assert parameters and all(torch.equal(p, weights[k]) for k, p in parameters.items())
 
 
 def test_resume_from_safetensors_explains_what_is_missing(trained, tmp_path):
@@ -76,7 +78,9 @@ def test_resume_from_safetensors_explains_what_is_missing(trained, tmp_path):
         train_tool.main(quick(tmp_path / 'run', 4) + ['--resume', str(tmp_path / 'w.safetensors')])
 
 
-def test_resume_without_any_checkpoint_starts_from_the_beginning(tmp_path):
+def test_resume_with_checkpoint_files_but_none_complete_stops_instead_of_starting_over(tmp_path):
+    """Training from iteration 0 would overwrite iter_2.pth (issue 36; before: it started over)."""
     (tmp_path / 'iter_2.pth').write_bytes(b'not a checkpoint')  # e.g. a copy cut short
-    runner = train_tool.main(quick(tmp_path, 1) + ['--resume'])
-    assert runner.iter == 1
+    with pytest.raises(NoCompleteCheckpointError, match=r'iter_2\.pth: it is truncated or not a torch checkpoint'):
+        train_tool.main(quick(tmp_path, 1) + ['--resume'])
+    assert (tmp_path / 'iter_2.pth').read_bytes() == b'not a checkpoint'

@@ -77,8 +77,9 @@ def test_load_from_a_checkpoint_of_another_model_stops_naming_the_keys(trained, 
 
 
 def test_load_from_partial_loads_what_fits_when_asked(trained, tmp_path):
-    runner = train_tool.main(quick(tmp_path, 0, f"load_from={trained / 'iter_2.pth'}",
-                                   'model.decode_head.num_classes=5', 'load_from_partial=True'))
+    runner = train_tool.main(quick(tmp_path, 1, f"load_from={trained / 'iter_2.pth'}",  # lr 0: the step changes nothing
+                                   'model.decode_head.num_classes=5', 'load_from_partial=True',
+                                   'optim_wrapper.optimizer.lr=0'))
     saved = torch.load(trained / 'iter_2.pth', weights_only=True)['state_dict']
     model = runner.model.state_dict()
     assert torch.equal(model['backbone.blocks.0.attn.qkv.weight'], saved['backbone.blocks.0.attn.qkv.weight'])
@@ -156,6 +157,7 @@ def test_resume_falls_back_past_a_newest_checkpoint_damaged_in_the_middle(traine
         train_tool.main(quick(tmp_path / 'other', 2) + ['--resume', str(newest)])
     runner = train_tool.main(quick(work_dir, 2) + ['--resume'])
     assert runner.iter == 2 and checksum_mismatch(newest) is None  # iteration 2 trained again from iter_1
+    assert (work_dir / 'iter_2.pth.damaged').read_bytes() == bytes(data)  # kept aside, not overwritten
 
 
 def test_resume_takes_a_newer_complete_checkpoint_than_last_checkpoint_names(trained, tmp_path):

@@ -20,6 +20,7 @@ import torch
 from mmengine.hooks import ParamSchedulerHook
 
 from ..registry import HOOKS
+from .config_values import positive_int
 
 #: The config's iteration counts that are optimizer steps of the effective batch, scaled for the loop.
 STEP_COUNTS = (('train_cfg', 'max_iters'), ('train_cfg', 'val_interval'), ('default_hooks.checkpoint', 'interval'),
@@ -55,12 +56,15 @@ def _node(cfg, dotted: str):
 
 def apply_effective_batch(cfg, world_size: int) -> str | None:
     """Set up ``cfg`` (in place) for its ``effective_batch_size`` on ``world_size`` processes; returns the line
-    that says how (None without ``effective_batch_size``). Raises ValueError when the batch cannot be made up."""
+    that says how (None without ``effective_batch_size``). Raises ValueError when the batch cannot be made up,
+    :class:`~heads.engine.config_values.ConfigValueError` when it is not a whole number >= 1."""
     notes = []
     if cfg.get('sync_bn') and world_size > 1 and not torch.cuda.is_available():
         cfg.pop('sync_bn')
         notes.append("sync_bn dropped: torch's SyncBatchNorm needs CUDA, BatchNorm stays per process on CPU")
     total = cfg.get('effective_batch_size')
+    positive_int(total, 'effective_batch_size', 'images per optimizer step over all processes, e.g. 16',
+                 none_means='train at the batch of train_dataloader.batch_size x processes')
     if total is None or not cfg.get('train_dataloader'):  # nothing to train (tools/test.py on a test-only config)
         return '; '.join(notes) or None
     per_process = cfg.train_dataloader.batch_size

@@ -42,6 +42,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from zoo.core import set_grad_checkpointing
 from zoo.core.execution import Checkpointable
+from zoo.weights import CheckpointMismatchError
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 
@@ -215,12 +216,36 @@ def _shard_model_state(module, state_dict, prefix, local_metadata, strict, missi
             state_dict[key] = shard_full_tensors(state_dict[key], targets[name])
 
 
-def _shard_optimizer_state(optimizer, state_dict):
-    """``load_state_dict`` pre-hook of the optimizer: the full states of a checkpoint (keyed by position, as
-    ``Optimizer.state_dict`` writes them) become shards like the parameters they belong to."""
-    ids = [i for group in state_dict['param_groups'] for i in group['params']]
+class OptimizerStateMismatchError(CheckpointMismatchError):
+    """A checkpoint's optimizer state that does not fit the sharded run's optimizer (other parameter groups, or
+    a state tensor of another shape than its parameter); the runner adds the checkpoint's name."""
+
+
+def _parameters_by_id(optimizer, state_dict) -> dict:
+    """The optimizer's parameters by the ids of a saved state (by position, as ``Optimizer.state_dict`` writes
+    them), after checking the state fits them (:class:`OptimizerStateMismatchError`)."""
+    sizes = [len(group['params']) for group in optimizer.param_groups]
+    saved = [len(group.get('params', ())) for group in state_dict.get('param_groups', ())]
+    if sizes != saved:
+        raise OptimizerStateMismatchError(
+            f"it has parameter groups of {saved} parameters where this run's optimizer has {sizes}")
     params = [p for group in optimizer.param_groups for p in group['params']]
-    by_id = dict(zip(ids, params))
+    by_id = dict(zip([i for group in state_dict['param_groups'] for i in group['params']], params))
+    for i, values in state_dict.get('state', {}).items():
+        param = by_id.get(i)
+        for key, value in values.items() if param is not None else ():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
+                raise OptimizerStateMismatchError(
+                    f"its state {i}.{key} has shape {tuple(value.shape)} where parameter {i} of this run's "
+                    f"optimizer has {tuple(param.shape)}")
+    return by_id
+
+
+def _shard_optimizer_state(optimizer, state_dict):
+    """``load_state_dict`` pre-hook of the optimizer: the full states of a checkpoint become shards like the
+    parameters they belong to. A state that does not fit is :class:`OptimizerStateMismatchError` (left as it is,
+    it would fail at the first step: "mixed torch.Tensor and DTensor")."""
+    by_id = _parameters_by_id(optimizer, state_dict)
     state = {i: {k: shard_full_tensors(v, by_id[i]) if i in by_id else v for k, v in values.items()}
              for i, values in state_dict['state'].items()}
     return {**state_dict, 'state': state}

@@ -5,9 +5,12 @@
   one, never a truncated checkpoint. An old checkpoint (``max_keep_ckpts``, ``save_best``) is deleted only once
   its successor is complete (:class:`~heads.engine.checkpoint_hook.KeepUntilReplacedCheckpointHook`).
 - A full disk removes the ``.partial`` and stops with :class:`DiskFullError`, saying which checkpoint is kept.
-- ``--resume`` (no file given) takes the newest complete checkpoint of the work dir: the highest-numbered
-  ``iter_*.pth`` / ``epoch_*.pth`` whose content matches its checksum (without a checksum: that reads whole),
-  falling back past damaged ones; ``.partial`` files left by a kill are removed first.
+- ``--resume`` (no file given) takes the newest complete checkpoint of the work dir, whatever its name (the
+  iteration recorded inside orders them; complete: its content matches its checksum, or without one it reads
+  whole), falling back past damaged ones, which are moved aside (``NAME.damaged``) so that nothing the run
+  writes replaces them; with checkpoint files but none complete it stops, listing them
+  (:mod:`heads.engine.resume_search`). ``.partial`` files left by a kill are removed first.
+- Training refuses ``train_cfg.max_iters`` / ``max_epochs`` below 1 (:mod:`heads.engine.config_values`).
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
   ``.safetensors`` weights for ``load_from``.
@@ -23,7 +26,6 @@ from __future__ import annotations
 import copy
 import errno
 import re
-import zipfile
 from pathlib import Path
 
 from mmengine.dist import is_main_process
@@ -32,7 +34,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 
 from zoo.weights import CheckpointMismatchError
-from zoo.weights.checksum import checksum_mismatch, sidecar
+from zoo.weights.checksum import sidecar
 from zoo.weights.durable import replace_durably
 from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
@@ -40,12 +42,20 @@ from ..models.task_checkpoint import load_task_checkpoint
 from .checkpoint_hook import KeepUntilReplacedCheckpointHook
 from .class_count import more_classes_message
 from .compile import compile_from_config
+from .config_values import check_train_length
 from .console import show_essentials_on_console
 from .effective_batch import apply_effective_batch, world_size_of
-from .fsdp import gather_full, is_fully_sharded
+from .fsdp import OptimizerStateMismatchError, gather_full, is_fully_sharded
+from .resume_search import (
+    DAMAGED_SUFFIX,
+    PARTIAL_SUFFIX,
+    NoCompleteCheckpointError,
+    incomplete_reason,
+    latest_complete_checkpoint,
+    move_aside,
+    no_complete_message,
+)
 
-PARTIAL_SUFFIX = '.partial'
-_NUMBERED = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
 #: The config switch that lets ``load_from`` load only the tensors that fit the model.
 PARTIAL_SWITCH = 'load_from_partial'
 
@@ -54,54 +64,9 @@ class DiskFullError(OSError):
     """No space left while writing a checkpoint; the message says what was removed and what is kept."""
 
 
-def incomplete_reason(path: Path) -> str | None:
-    """None when ``path`` is a whole checkpoint: its content matches the checksum written after it or, without
-    one (older or foreign files), it unzips and reads; else why not."""
-    if not path.is_file():
-        return "it does not exist"
-    damaged = checksum_mismatch(path)
-    if damaged:
-        return damaged
-    if sidecar(path).is_file():
-        return None
-    if not zipfile.is_zipfile(path):
-        return "it is truncated or not a torch checkpoint"
-    try:
-        read_file(path)
-    except (CheckpointError, OSError) as err:
-        return str(err)
-    return None
-
-
 def is_complete(path: Path) -> bool:
-    """Whether ``path`` is a whole torch checkpoint (see :func:`incomplete_reason`)."""
+    """Whether ``path`` is a whole torch checkpoint (see :func:`~heads.engine.resume_search.incomplete_reason`)."""
     return incomplete_reason(Path(path)) is None
-
-
-def checkpoint_candidates(work_dir) -> list[Path]:
-    """The work dir's checkpoints, newest first: numbered ones by their number (a kill between the rename and
-    mmengine's ``last_checkpoint`` update leaves that file naming an older one), and a differently named
-    ``last_checkpoint`` target before them."""
-    work_dir = Path(work_dir)
-    numbered = sorted((int(m.group(1)), p) for p in work_dir.glob('*.pth') if (m := _NUMBERED.match(p.name)))
-    candidates = [p for _, p in reversed(numbered)]
-    pointer = work_dir / 'last_checkpoint'  # written in place by mmengine: a hint, never trusted alone
-    named = pointer.read_text().strip() if pointer.is_file() else ''
-    if named and '://' not in named and not _NUMBERED.match(Path(named).name) and Path(named).is_file():
-        candidates.insert(0, Path(named))
-    return candidates
-
-
-def latest_complete_checkpoint(work_dir, skipped: list[str] | None = None) -> Path | None:
-    """The checkpoint to resume from: the first complete one of :func:`checkpoint_candidates`; None when there is
-    none. ``skipped`` collects a line per checkpoint passed over, with the reason."""
-    for path in checkpoint_candidates(work_dir):
-        reason = incomplete_reason(path)
-        if reason is None:
-            return path
-        if skipped is not None:
-            skipped.append(f"{path.name}: {reason}")
-    return None
 
 
 def remove_partials(work_dir) -> list[Path]:
@@ -209,6 +174,7 @@ class ZooRunner(Runner):
 
     # ------------------------------------------------------------------------------------------- training
     def train(self):
+        check_train_length(self.cfg.get('train_cfg'))
         if self._train_loop is not None:  # else mmengine's own error
             message = more_classes_message(self.model, self.train_loop.dataloader.dataset)
             if message:
@@ -223,17 +189,24 @@ class ZooRunner(Runner):
                 if stale:
                     self.logger.info(f"--resume: removed {len(stale)} incomplete file(s) an interrupted write "
                                      f"left: {', '.join(p.name for p in stale)}")
-            skipped: list[str] = []
-            latest = latest_complete_checkpoint(self.work_dir, skipped)
-            for line in skipped:
-                self.logger.warning(f"--resume: skipping {line}")
+            skipped: list[tuple[Path, str]] = []
+            latest = latest_complete_checkpoint(self.work_dir, skipped, self._checkpoint_templates())
+            if latest is None and skipped:
+                raise NoCompleteCheckpointError(no_complete_message(self.work_dir, skipped))
+            for path, reason in skipped:
+                moved = move_aside(path) if is_main_process() else path.with_name(path.name + DAMAGED_SUFFIX)
+                self.logger.warning(f"--resume: skipping {path.name}: {reason}; kept as {moved.name}")
             if latest is None:
-                self.logger.warning(f"--resume: no complete checkpoint in {self.work_dir}; training from the start")
+                self.logger.warning(f"--resume: no checkpoint in {self.work_dir}; training from the start")
                 self._resume = False
             else:
                 self.logger.info(f"--resume: resuming from {latest}, the newest complete checkpoint")
                 self._load_from = str(latest)
         super().load_or_resume()
+
+    def _checkpoint_templates(self) -> list[str]:
+        """The names the run's checkpoint hooks write (``filename_tmpl``), for finding its checkpoints."""
+        return [h.filename_tmpl for h in self.hooks if isinstance(h, CheckpointHook) and h.filename_tmpl]
 
     def resume(self, filename, *args, **kwargs):
         check_local(filename)
@@ -245,6 +218,11 @@ class ZooRunner(Runner):
         self._resuming = True
         try:
             return super().resume(filename, *args, **kwargs)
+        except OptimizerStateMismatchError as err:
+            raise OptimizerStateMismatchError(
+                f"--resume: the optimizer state of checkpoint {filename} does not fit this run's optimizer: {err}. "
+                f"Resume with the config it was trained with (model, optimizer, paramwise_cfg), or start from its "
+                f"weights with load_from") from None
         finally:
             self._resuming = False
 
@@ -253,6 +231,7 @@ class ZooRunner(Runner):
         checkpoint = dict(read_file(path))
         if 'state_dict' not in checkpoint:  # a bare state dict (e.g. .safetensors)
             checkpoint = {'state_dict': checkpoint}
+        self.checkpoint_being_read = path  # for the hooks' messages (RngStateHook)
         self.call_hook('after_load_checkpoint', checkpoint=checkpoint)
         model = self.model.module if is_model_wrapper(self.model) else self.model
         state = dict(checkpoint['state_dict'])

@@ -8,10 +8,21 @@ without a sidecar (written by other tools) is judged by reading it.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from pathlib import Path
 
 SUFFIX = '.sha256'
 _CHUNK = 1 << 20
+#: A sidecar's one line: the digest, then (as sha256sum writes it) the file's name after one or two spaces or '*'.
+_LINE = re.compile(r'([0-9a-fA-F]{64})(?:[ \t]+\*?[^\n]+)?')
+
+
+_MAX_LINE = 4096  # far longer than a digest and a file name
+
+
+class SidecarError(ValueError):
+    """A checksum sidecar that exists but cannot be read or parsed (its message says which and why)."""
 
 
 def sidecar(path) -> Path:
@@ -35,18 +46,36 @@ def sidecar_line(path, name: str | None = None) -> str:
 
 
 def recorded_digest(path) -> str | None:
-    """The digest the sidecar of ``path`` records; None without a (readable, well-formed) sidecar."""
-    try:
-        text = sidecar(path).read_text(encoding='ascii')
-    except (OSError, UnicodeDecodeError):
+    """The digest the sidecar of ``path`` records; None without a sidecar. Raises :class:`SidecarError` when a
+    sidecar exists but cannot be read or is not in ``sha256sum`` format (this project writes it atomically, so a
+    damaged one was damaged by something else, and the checkpoint cannot be verified)."""
+    file = sidecar(path)
+    if not os.path.lexists(file):
         return None
-    digest = text.split(maxsplit=1)[0] if text.strip() else ''
-    return digest.lower() if len(digest) == 64 and all(c in '0123456789abcdefABCDEF' for c in digest) else None
+    if not file.is_file():  # a folder, a link to nothing, a pipe (which would block a read)
+        what = 'a folder' if file.is_dir() else 'a link to nothing' if file.is_symlink() else 'not a regular file'
+        raise SidecarError(f"its checksum file {file.name} exists but cannot be read: it is {what}")
+    try:
+        with open(file, 'rb') as f:
+            data = f.read(_MAX_LINE + 1)
+    except OSError as err:
+        raise SidecarError(f"its checksum file {file.name} exists but cannot be read ({err.strerror or err})") from err
+    text = data.decode('ascii', errors='replace')
+    match = _LINE.fullmatch(text.strip())
+    if match is None:
+        raise SidecarError(f"its checksum file {file.name} is not one line '<64 hex digits>  <file name>' "
+                           f"(sha256sum format): it holds {data[:40]!r}{'...' if len(data) > 40 else ''}")
+    return match[1].lower()
 
 
 def checksum_mismatch(path) -> str | None:
-    """None when ``path`` has no sidecar or matches it; else a sentence saying what differs."""
-    recorded = recorded_digest(path)
+    """None when ``path`` has no sidecar or matches it; else a sentence saying what differs, or why its sidecar
+    cannot be used (then the file cannot be verified: to trust it anyway, rewrite the sidecar with ``sha256sum``)."""
+    try:
+        recorded = recorded_digest(path)
+    except SidecarError as err:
+        return (f"{err}, so its content cannot be verified. If you know {Path(path).name} is good, rewrite the "
+                f"checksum with `sha256sum {Path(path).name} > {sidecar(path).name}` in its folder")
     if recorded is None:
         return None
     actual = file_digest(path)
