@@ -182,3 +182,28 @@ def test_disk_full_removes_the_partial_and_says_what_is_kept(tmp_path):
     assert latest_complete_checkpoint(tmp_path) == tmp_path / 'iter_1.pth'
     runner = train_tool.main(quick(tmp_path, 2) + ['--resume'])  # space again: continues from iter_1
     assert runner.iter == 2 and checksum_mismatch(tmp_path / 'iter_2.pth') is None
+
+
+def test_the_time_spent_writing_a_checkpoint_is_not_counted_as_the_next_iteration(tmp_path):
+    """mmengine 0.10 never calls ``after_save_checkpoint``, where EtaTimerHook restarts its clock: a slow checkpoint
+    write (here a hook that takes 2 s before each save) was counted as the next iteration's time (as its wait for
+    data), and the ETA with it. ZooRunner calls the point after every write."""
+    import time
+
+    from mmengine.hooks import Hook
+
+    from heads.engine import ZooRunner
+    from heads.engine.launch import load_config
+
+    class SlowDisk(Hook):
+        def before_save_checkpoint(self, runner, checkpoint):
+            time.sleep(2.0)
+
+    args = quick(tmp_path, 2)
+    overrides = dict(item.split('=', 1) for item in args[args.index('--cfg-options') + 1:])
+    cfg = load_config(args[0], {k: int(v) for k, v in overrides.items()}, str(tmp_path), None)
+    runner = ZooRunner.from_cfg(cfg)
+    runner.register_hook(SlowDisk())
+    runner.train()
+    waits = runner.message_hub.get_scalar('train/data_time').data[0]  # from the previous iteration's end
+    assert len(waits) == 2 and waits[1] < 2.0, waits

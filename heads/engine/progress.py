@@ -87,8 +87,8 @@ class EtaTimerHook(IterTimerHook):
             self.eta.add_validation(time.time() - self._val_start)
         self.t = time.time()  # the next training iteration's time starts now, not before validation
 
-    def after_save_checkpoint(self, runner, checkpoint) -> None:
-        self.t = time.time()  # writing a checkpoint is not an iteration's time
+    def after_save_checkpoint(self, runner, path) -> None:
+        self.t = time.time()  # writing a checkpoint is not an iteration's time (ZooRunner calls this point)
 
     def _after_iter(self, runner, batch_idx, data_batch=None, outputs=None, mode: str = 'train') -> None:
         super()._after_iter(runner, batch_idx, data_batch, outputs, mode)

@@ -130,9 +130,12 @@ class ZooRunner(Runner):
             save_optimizer = kwargs.get('save_optimizer', args[1] if len(args) > 1 else True)
             self._gathered = self._gather_sharded_state(save_optimizer)
         try:
-            return self._save_checkpoint(out_dir, filename, *args, **kwargs)
+            self._save_checkpoint(out_dir, filename, *args, **kwargs)
         finally:
             self._gathered = None
+        for hook in self._hooks:  # mmengine 0.10 has the hook point in its Hook docs but never calls it
+            if callable(getattr(hook, 'after_save_checkpoint', None)):
+                hook.after_save_checkpoint(self, Path(out_dir) / filename)
 
     def _gather_sharded_state(self, save_optimizer: bool) -> dict:
         """The sharded model's (and optimizer's) full state, gathered by every process, kept on rank 0: what an
