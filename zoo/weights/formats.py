@@ -5,6 +5,7 @@ from torch import nn
 
 from .hf import FROM_HF
 from .io import CheckpointError
+from .layout_error import CheckpointLayoutError
 from .mmseg import from_mmseg
 from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
@@ -35,20 +36,27 @@ CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:
-    """``state`` converted to ``model``'s keys; 'auto' picks the layout whose keys overlap the model's most."""
+    """``state`` converted to ``model``'s keys; 'auto' picks the layout whose keys overlap the model's most. A layout
+    whose converter finds its keys damaged (:class:`CheckpointLayoutError`) is that error, unless another layout gives
+    every key the model has."""
     family = getattr(model, 'family', None)
     if format != 'auto':
         if format not in CONVERTERS:
             raise ValueError(f"unknown checkpoint format {format!r}; known: auto, {', '.join(CONVERTERS)}")
         return CONVERTERS[format](state, family), format
     target = set(model.state_dict())
-    best = None
+    best, damaged = None, []
     for name, convert in CONVERTERS.items():
         try:
             converted = convert(state, family)
+        except CheckpointLayoutError as err:
+            damaged.append(err)
+            continue
         except CheckpointError:
             continue
         score = len(target & set(converted))
         if best is None or score > best[0]:
             best = (score, converted, name)
+    if damaged and (best is None or best[0] < len(target)):
+        raise damaged[0]
     return best[1], best[2]
