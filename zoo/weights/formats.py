@@ -18,7 +18,8 @@ def _from_zoo(state: dict, family: str) -> dict:
 def _by_family(layout: str, table: dict):
     def convert(state: dict, family: str) -> dict:
         if family not in table:
-            raise CheckpointError(f"no {layout} layout converter for the {family!r} family")
+            raise CheckpointError(f"no {layout} layout converter for the {family!r} family; load with "
+                                  f"format='auto' (the layout is told from the keys) or the layout the file is in")
         return table[family](state)
     return convert
 

@@ -71,6 +71,8 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
         state, fmt = to_zoo_layout(state, model, format)
     except CheckpointLayoutError as err:
         raise err.in_file(name) from err
+    except CheckpointError as err:  # a format= that this model's family has no converter for
+        raise type(err)(f"checkpoint {name}: {err}") from err
     target = model.state_dict()
     report = LoadReport(fmt)
     classifier_only = getattr(model, 'classifier_only', ())
