@@ -25,11 +25,11 @@ def rename_keys(state: dict, rules: list[tuple[str, str]]) -> dict:
 def heads_first_table(value: torch.Tensor, key: str) -> torch.Tensor:
     """A relative-position bias table '(dy dx) heads' (timm's and the official Swin/CoAtNet layout, square window:
     2n-1 offsets per side) -> 'heads dy dx' (:class:`zoo.core.RelPosBias`); other ranks are returned as they are (the
-    model says whether they fit). A row count that is no odd square is no such table: an error naming ``key``."""
+    model says whether they fit). A row count that is no square is no such table: an error naming ``key``."""
     if value.ndim != 2:
         return value
     side = math.isqrt(value.shape[0])
-    if side * side != value.shape[0] or side % 2 == 0:
+    if side * side != value.shape[0]:
         raise CheckpointLayoutError(
             key, f"a relative-position bias table has (2w-1)^2 rows, one per offset in a square window w, got "
                  f"{value.shape[0]} (shape {tuple(value.shape)})",
