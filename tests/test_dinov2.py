@@ -59,7 +59,7 @@ def test_official_layout_with_registers_and_swiglu_loads_to_timm_outputs(tmp_pat
                                act_layer=nn.SiLU, mlp_ratio=2 * 2.75, dynamic_img_size=True)
     torch.save(official_state(reference), tmp_path / 'official.pth')
     ours = zoo.create_classifier('vit_small_patch14_reg4_dinov2', depth=2, img_size=56, mlp_ratio=2.75, swiglu=True,
-                                 pretrained=tmp_path / 'official.pth').eval()
+                                 num_classes=1000, pretrained=tmp_path / 'official.pth').eval()
     assert ours.blocks[0].mlp.fc1.out_features == 2 * ours.blocks[0].mlp.fc2.in_features
     for size in ((56, 56), (42, 84)):
         x = torch.randn(2, 3, *size)

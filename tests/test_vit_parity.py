@@ -23,7 +23,8 @@ def larger_non_square(size):
 @pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if n in BASE else n for n in UP_TO_BASE])
 def test_logits_match_timm_at_native_and_larger_non_square_size(name, tmp_path):
     ref = timm_reference(name, dynamic_img_size=True)
-    ours = zoo.create_classifier(name, pretrained=save_safetensors(ref, tmp_path / 'w.safetensors')).eval()
+    ours = zoo.create_classifier(name, pretrained=save_safetensors(ref, tmp_path / 'w.safetensors'),
+                                 num_classes=ref.num_classes).eval()
     size = ours.pretrained_cfg['input_size']
     with torch.no_grad():
         for hw in (size, larger_non_square(size)):
@@ -102,7 +103,7 @@ def test_dist_token_reaches_the_output_only_through_its_head():
 def test_parameter_counts_equal_timm(name):
     with torch.device('meta'):
         ours = zoo.create_classifier(name)
-        ref = timm.create_model(name, pretrained=False, num_classes=1000)
+        ref = timm.create_model(name, pretrained=False)  # both: the class count of the default weights
     assert count_params(ours) == count_params(ref)
 
 

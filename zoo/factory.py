@@ -37,11 +37,15 @@ def with_lora(model: nn.Module, lora: dict) -> nn.Module:
     return model
 
 
-def create_classifier(name: str, *, pretrained=None, num_classes: int = 1000, grad_checkpointing: bool = False,
+def create_classifier(name: str, *, pretrained=None, num_classes: int | None = None, grad_checkpointing: bool = False,
                       **overrides) -> nn.Module:
-    """An image classifier returning logits, numerically the reference model given the same weights."""
-    return _finish(get_variant(name).build('classifier', num_classes=num_classes, **overrides), pretrained,
-                   grad_checkpointing)
+    """An image classifier returning logits, numerically the reference model given the same weights.
+
+    ``num_classes`` None: the class count of timm's default weights of ``name`` (its ``pretrained_cfg``; 0, no head,
+    for the self-supervised ones such as DINOv2), so that timm's own file loads as it is."""
+    if num_classes is not None:
+        overrides['num_classes'] = num_classes
+    return _finish(get_variant(name).build('classifier', **overrides), pretrained, grad_checkpointing)
 
 
 def _finish(model: nn.Module, pretrained, grad_checkpointing: bool) -> nn.Module:

@@ -23,10 +23,12 @@ class Variant:
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
     input_size: tuple[int, int] = (224, 224)
+    num_classes: int = 1000
 
     def build(self, kind: str, **overrides) -> nn.Module:
         cls = self.classes[kind]
-        kwargs = {**self.kwargs, **(self.head_kwargs if kind == 'classifier' else {}), **overrides}
+        head = {**self.head_kwargs, 'num_classes': self.num_classes} if kind == 'classifier' else {}
+        kwargs = {**self.kwargs, **head, **overrides}
         accepted = accepted_options(cls)
         unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
         if unknown:
@@ -37,8 +39,8 @@ class Variant:
             reasons = '; '.join(f"option {k} {why}" for k, why in wrong)
             raise OptionTypeError(f"{self.name} ({cls.__name__}): {reasons}")
         model = cls(**kwargs)
-        model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std,
-                                'input_size': self.input_size}
+        model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std, 'input_size': self.input_size,
+                                **({'num_classes': kwargs['num_classes']} if kind == 'classifier' else {})}
         return model
 
 
@@ -46,13 +48,16 @@ _VARIANTS: dict[str, Variant] = {}
 
 
 def register_variant(name: str, classes: dict[str, type[nn.Module]], *, mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                     input_size: int | tuple[int, int] = 224, head: dict | None = None, **kwargs) -> None:
-    """Register ``name``: ``kwargs`` go to every class, ``head`` only to the classifier."""
+                     input_size: int | tuple[int, int] = 224, num_classes: int = 1000, head: dict | None = None,
+                     **kwargs) -> None:
+    """Register ``name``: ``kwargs`` go to every class, ``head`` only to the classifier. ``mean``, ``std``,
+    ``input_size`` and ``num_classes`` (0: no head) are the defaults of timm's ``pretrained_cfg`` of the same name
+    (its default weights), so that timm's own file of that name loads into ``create_classifier(name)``."""
     if name in _VARIANTS:
         raise ValueError(f"model name {name!r} is registered twice")
     size = (input_size, input_size) if isinstance(input_size, int) else tuple(input_size)
     _VARIANTS[name] = Variant(name, classes, {'img_size': size, **kwargs}, dict(head or {}), tuple(mean), tuple(std),
-                              size)
+                              size, num_classes)
 
 
 class UnknownModelError(KeyError):

@@ -12,7 +12,7 @@ from mmengine.hooks import CheckpointHook
 from mmengine.registry import Registry
 
 from zoo.option_types import accepted_options, wrong_types
-from zoo.registry import get_variant
+from zoo.registry import UnknownModelError, get_variant
 
 from .. import registry as our_registries
 
@@ -39,18 +39,27 @@ def _registries() -> list[Registry]:
     return [r for r in found if isinstance(r, Registry)]
 
 
-def _registered(type_):
-    """What ``type_`` names in any registry (a class or a function); None when no registry has it."""
+def _lookup(type_) -> tuple[object, list[str]]:
+    """What ``type_`` names in any registry (a class or a function; None when no registry has it), and how each
+    registry whose lookup raised failed (e.g. the module a dotted type names raises on import)."""
     if not isinstance(type_, str):
-        return type_
+        return type_, []
+    failures = []
     for registry in _registries():
         try:
             found = registry.get(type_)
-        except Exception:  # a registry whose lazy imports fail for this name: not ours to judge
+        except Exception as err:  # one registry's failure; another may still have the name
+            cause = err.__cause__ or err.__context__ or err
+            failures.append(f"the {registry.name!r} registry: {type(cause).__name__}: {cause}")
             continue
         if found is not None:
-            return found
-    return None
+            return found, []
+    return None, list(dict.fromkeys(failures))
+
+
+def _registered(type_):
+    """What ``type_`` names in any registry (a class or a function); None when no registry has it."""
+    return _lookup(type_)[0]
 
 
 def _component(type_) -> type | None:
@@ -74,8 +83,13 @@ def _dotted(path: str, key) -> str:
 
 def _check_unknown_type(tree: dict, path: str) -> None:
     type_ = tree['type']
-    if not isinstance(type_, str) or _registered(type_) is not None:
+    found, failures = _lookup(type_)
+    if not isinstance(type_, str) or found is not None:
         return
+    if failures:
+        raise ConfigTypeError(f"config key {_dotted(path, 'type')}: looking up {type_!r} failed in "
+                              f"{'; '.join(failures[:3])}. Fix that module (or the type's spelling) so that it "
+                              f"imports")
     close = difflib.get_close_matches(type_.split('.')[-1], sorted(_known_names()), n=3, cutoff=0.6)
     hint = f"Did you mean {', '.join(close)}? " if close else ""
     raise ConfigTypeError(f"config key {_dotted(path, 'type')}: {type_!r} is not a registered type. {hint}Check its "
@@ -91,11 +105,15 @@ def _check_types(cls, options: dict, path: str, owner: str) -> None:
 
 def _check_backbone(tree: dict, path: str) -> None:
     """A zoo backbone's options against its class's annotations (its key names are checked by the factory,
-    which lists the accepted ones); an unknown name is the factory's error too."""
+    which lists the accepted ones); an unknown name is an error naming the key, with the registry's close names."""
+    name = tree.get('name')
+    if not isinstance(name, str):
+        raise ConfigTypeError(f"config key {_dotted(path, 'name')}: a backbone name (a string such as "
+                              f"'vit_base_patch16_224', see zoo.list_backbones()), got {name!r}")
     try:
-        variant = get_variant(tree.get('name'))
-    except Exception:
-        return
+        variant = get_variant(name)
+    except UnknownModelError as err:
+        raise ConfigKeyError(f"config key {_dotted(path, 'name')}: {err}") from err
     cls = variant.classes['backbone']
     options = {k: v for k, v in tree.items() if k not in FACTORY_KEYS | CONSUMED_BY_BUILDERS}
     _check_types(cls, options, path, f"{variant.name} ({cls.__name__})")

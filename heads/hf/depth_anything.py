@@ -15,6 +15,7 @@ from zoo.weights.rename import rename_keys
 
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255, keep_backbone_blocks
 from .config import HFConfigError, _Fields, check_literal
+from .model_size import check_blocks, check_grid, check_model_size
 
 # transformers' Dinov2Config defaults inside a DepthAnythingConfig without a backbone_config
 _DEFAULT_BACKBONE = dict(model_type='dinov2', image_size=518, hidden_size=384, num_attention_heads=6,
@@ -56,6 +57,8 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
     if swiglu:  # transformers' SwiGLU width: 2/3 of the MLP's, rounded up to a multiple of 8
         mlp_hidden = (int(mlp_hidden * 2 / 3) + 7) // 8 * 8
     patch = b.integer('patch_size', 14)
+    check_grid(b.source, b.integer('image_size'), patch)
+    check_blocks(b.source, {'num_hidden_layers': layers})
     backbone = dict(type='ZooBackbone', name='vit_small_patch14_dinov2', img_size=b.integer('image_size'),
                     patch_size=patch, embed_dim=hidden, depth=layers, num_heads=heads,
                     mlp_ratio=(mlp_hidden + 0.5) / hidden,  # int(hidden * ratio) = mlp_hidden despite rounding
@@ -83,6 +86,9 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
         data_preprocessor=dict(type='DensePreprocessor', mean=IMAGENET_MEAN_255, std=IMAGENET_STD_255,
                                size_divisor=patch))
     check_literal(model)
+    check_model_size(model, source, {'backbone_config.hidden_size': hidden, 'backbone_config.num_hidden_layers': layers,
+                                     'backbone_config.mlp_ratio': mlp_hidden / hidden, 'neck_hidden_sizes': widths,
+                                     'fusion_hidden_size': fusion, 'head_hidden_size': head['hidden_channels']})
     return model
 
 

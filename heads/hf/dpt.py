@@ -24,6 +24,7 @@ from zoo.weights.rename import rename_keys
 from ..models import DepthEstimator, Segmentor
 from ..registry import MODELS
 from .config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
+from .model_size import check_blocks, check_grid, check_model_size
 
 HF_MEAN, HF_STD = (127.5, 127.5, 127.5), (127.5, 127.5, 127.5)  # DPTImageProcessor: 0.5 / 0.5 on 0-1
 
@@ -74,8 +75,12 @@ def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
 def model_config_from_hf(config: dict, source='config.json') -> dict:
     """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict; every field used is
     checked first (:func:`heads.hf.config.hf_dpt_fields`, errors name ``source``), and the result holds only
-    numbers, booleans, None and identifiers (:func:`heads.hf.config.check_literal`)."""
+    numbers, booleans, None and identifiers (:func:`heads.hf.config.check_literal`); the model it describes is
+    refused above :mod:`heads.hf.model_size`'s bounds before anything is allocated."""
     f = hf_dpt_fields(config, source)
+    check_grid(source, f['image_size'], 16 if f['is_hybrid'] else f['patch_size'])
+    check_blocks(source, {'num_hidden_layers': f['num_hidden_layers'],
+                          **({'backbone_config.depths': sum(f['bit']['layers'])} if f['is_hybrid'] else {})})
     hidden, fusion = f['hidden_size'], f['fusion_hidden_size']
     backbone = dict(type='ZooBackbone', name='vit_base_patch16_224', img_size=f['image_size'],
                     patch_size=f['patch_size'], embed_dim=hidden, depth=f['num_hidden_layers'],
@@ -105,7 +110,13 @@ def model_config_from_hf(config: dict, source='config.json') -> dict:
         model = dict(type='DepthEstimator', backbone=backbone, neck=neck, decode_head=head,
                      data_preprocessor=preprocessor)
     check_literal(model)
+    check_model_size(model, source, {k: f[k] for k in SIZE_FIELDS})
     return model
+
+
+#: The fields that set a DPT's size, named when it is too big.
+SIZE_FIELDS = ('image_size', 'patch_size', 'hidden_size', 'num_hidden_layers', 'intermediate_size',
+               'neck_hidden_sizes', 'fusion_hidden_size', 'num_classes')
 
 
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:

@@ -36,7 +36,7 @@ from ..core import (
     grad_free,
     init_linear,
 )
-from ..registry import register_variant
+from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import drop_path_rates, pair, tap_indices
 from .inputs import check_images
 
@@ -334,5 +334,6 @@ COATNET_VARIANTS = {
     'coatnet_2_224': dict(embed_dims=(128, 256, 512, 1024), depths=(2, 6, 14, 2), stem_widths=(128, 128)),
     'coatnet_3_224': dict(embed_dims=(192, 384, 768, 1536), depths=(2, 6, 14, 2), stem_widths=(192, 192)),
 }
-for _name, _kwargs in COATNET_VARIANTS.items():
-    register_variant(_name, COATNET, head={'pre_logits': '_rw_' not in _name}, **_kwargs)
+for _name, _kwargs in COATNET_VARIANTS.items():  # timm's MaxxVit models are normalised with mean = std = 0.5
+    register_variant(_name, COATNET, mean=HALF_MEAN, std=HALF_STD, head={'pre_logits': '_rw_' not in _name},
+                     **_kwargs)

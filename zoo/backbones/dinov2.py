@@ -1,5 +1,6 @@
 """DINOv2 (Oquab et al. 2023) and DINOv2 with registers (Darcet et al. 2024): ViTs with 14x14 patches, LayerScale,
-optionally 4 register tokens, SwiGLU MLPs at the giant size; built at 518x518 (a 37x37 grid).
+optionally 4 register tokens, SwiGLU MLPs at the giant size; built at 518x518 (a 37x37 grid). The classifiers have
+no head by default (``num_classes=0``, as timm's: the pretrained weights come without one).
 
 Names as timm's (``vit_{small,base,large,giant}_patch14_dinov2`` and ``..._reg4_dinov2``). Weights in timm's, the
 official (facebookresearch/dinov2: ``register_tokens``, ``mask_token``, ``mlp.w12``/``w3``, chunked blocks) and
@@ -57,7 +58,7 @@ DINOV2_SIZES = {
 for _size, _args in DINOV2_SIZES.items():
     for _reg in ('', '_reg4'):
         register_variant(f'vit_{_size}_patch14{_reg}_dinov2', DINOV2, mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                         input_size=518, patch_size=14, init_values=1e-5,
+                         input_size=518, num_classes=0, patch_size=14, init_values=1e-5,
                          **(dict(reg_tokens=4, pos_embed_prefix=False) if _reg else {}), **_args)
 
 __all__ = ['DINOv2Backbone', 'DINOv2Classifier']

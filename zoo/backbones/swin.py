@@ -223,5 +223,6 @@ SWIN_VARIANTS = {  # name: (input size, options), timm's names
     'swinv2_large_window12to16_192to256': (256, dict(LARGE, window=16, pretrained_windows=(12, 12, 12, 6))),
     'swinv2_large_window12to24_192to384': (384, dict(LARGE, window=24, pretrained_windows=(12, 12, 12, 6))),
 }
-for _name, (_size, _kwargs) in SWIN_VARIANTS.items():
-    register_variant(_name, SWIN, input_size=_size, version=2 if _name.startswith('swinv2') else 1, **_kwargs)
+for _name, (_size, _kwargs) in SWIN_VARIANTS.items():  # the 192 ones are ImageNet-22k classifiers (21841 classes)
+    register_variant(_name, SWIN, input_size=_size, num_classes=21841 if _name.endswith('_192') else 1000,
+                     version=2 if _name.startswith('swinv2') else 1, **_kwargs)

@@ -17,7 +17,7 @@ from ..core.alibi import make_alibi
 from ..core.attention import Attention
 from ..core.qkv import QVBiasQKV
 from ..core.rope import make_rope
-from ..registry import HALF_MEAN, HALF_STD, register_variant
+from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .common import pair, tap_indices
 from .inputs import check_images
 
@@ -224,9 +224,13 @@ VIT_SIZES = {
 _TIMM_VITS = [(s, 16, r) for s in VIT_SIZES for r in (224, 384)] + \
              [(s, 32, r) for s in ('small', 'base', 'large') for r in (224, 384)] + \
              [(s, 8, 224) for s in ('small', 'base')]
+# timm's default weights of these are headless: DINO (ImageNet mean/std) or ImageNet-21k features (orig_in21k)
+_HEADLESS = {'vit_small_patch8_224': dict(mean=IMAGENET_MEAN, std=IMAGENET_STD, num_classes=0),
+             'vit_large_patch32_224': dict(mean=HALF_MEAN, std=HALF_STD, num_classes=0)}
 for _size, _patch, _res in _TIMM_VITS:
-    register_variant(f'vit_{_size}_patch{_patch}_{_res}', VIT, mean=HALF_MEAN, std=HALF_STD, input_size=_res,
-                     patch_size=_patch, **VIT_SIZES[_size])
+    _name = f'vit_{_size}_patch{_patch}_{_res}'
+    register_variant(_name, VIT, input_size=_res, patch_size=_patch,
+                     **_HEADLESS.get(_name, dict(mean=HALF_MEAN, std=HALF_STD)), **VIT_SIZES[_size])
 register_variant('vit_base_patch16_reg4_gap_256', VIT, mean=HALF_MEAN, std=HALF_STD, input_size=256, patch_size=16,
                  class_token=False, reg_tokens=4, pos_embed_prefix=False, head=dict(global_pool='avg'),
                  **VIT_SIZES['base'])

@@ -179,6 +179,7 @@ class ViTHybridBackbone(ViTHybridEncoder, Backbone):
 
 
 VIT_HYBRID = {'backbone': ViTHybridBackbone, 'classifier': ViTHybridClassifier}
-for _res in (224, 384):  # timm's R50 + ViT-B/16 hybrids
+for _res in (224, 384):  # timm's R50 + ViT-B/16 hybrids; its 224 weights are ImageNet-21k features (no head)
     register_variant(f'vit_base_r50_s16_{_res}', VIT_HYBRID, mean=HALF_MEAN, std=HALF_STD, input_size=_res,
+                     num_classes=0 if _res == 224 else 1000,
                      layers=(3, 4, 9), **VIT_SIZES['base'])

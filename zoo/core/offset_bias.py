@@ -61,6 +61,9 @@ class AbsOffsetBias(NoWeightDecay, _RelativeBias):
 
     def resample_checkpoint(self, table: torch.Tensor) -> torch.Tensor:
         """A checkpoint's table of another (square) build grid resampled to this module's grid."""
+        if table.ndim != 2 or table.shape[0] != self.table.shape[0]:
+            raise ValueError(f"an offset table is 'heads (h w)' with {self.table.shape[0]} heads, got shape "
+                             f"{tuple(table.shape)}")
         return resize_abs_offset_table(table, square_grid(table.shape[1]), self.grid)
 
     def extra_repr(self) -> str:

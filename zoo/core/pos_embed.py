@@ -63,6 +63,14 @@ def square_grid(num_tokens: int) -> Grid:
     return side, side
 
 
+def flatten_grid_table(table: torch.Tensor, num_prefix: int = 0) -> tuple[torch.Tensor, Grid]:
+    """A position table '1 d h w' (timm's PiT stores its table so) as '1 (h w) d' and its grid (h, w)."""
+    if table.shape[0] != 1 or num_prefix:
+        raise ValueError(f"a 4-D position table is '1 d h w' without prefix rows, got shape {tuple(table.shape)} "
+                         f"for an embedding with {num_prefix} prefix rows")
+    return rearrange(table, '1 d h w -> 1 (h w) d'), (table.shape[2], table.shape[3])
+
+
 class LearnedPosEmbed(NoWeightDecay, nn.Module):
     """Learned absolute position embedding ``weight`` '1 (p + h w) d' for a build grid (h, w).
 
@@ -89,7 +97,13 @@ class LearnedPosEmbed(NoWeightDecay, nn.Module):
     checkpoint_key = 'weight'  # the parameter load_pretrained resizes with resample_checkpoint
 
     def resample_checkpoint(self, weight: torch.Tensor, old_grid: Grid | None = None) -> torch.Tensor:
-        """A checkpoint's embedding (its own grid, same prefix rows) resampled to this module's grid."""
+        """A checkpoint's embedding (its own grid, same prefix rows) resampled to this module's grid: '1 (p + h w) d'
+        (a square grid unless ``old_grid`` says otherwise) or a table '1 d h w' that carries its grid (timm's PiT)."""
+        if weight.ndim == 4:
+            weight, old_grid = flatten_grid_table(weight, self.num_prefix)
+        elif weight.ndim != 3 or weight.shape[0] != 1 or weight.shape[1] < self.num_prefix:
+            raise ValueError(f"a position embedding is '1 (prefix + h w) d' with {self.num_prefix} prefix rows "
+                             f"or '1 d h w', got shape {tuple(weight.shape)}")
         old_grid = old_grid or square_grid(weight.shape[1] - self.num_prefix)
         return resample_grid_embed(weight, self.grid, old_grid, self.num_prefix, self.mode, self.antialias)
 

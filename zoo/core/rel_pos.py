@@ -147,6 +147,9 @@ class RelPosBias(NoWeightDecay, _RelativeBias):
 
     def resample_checkpoint(self, table: torch.Tensor) -> torch.Tensor:
         """A checkpoint's table (another build window) resized to this module's window."""
+        if table.ndim != 3 or table.shape[0] != self.table.shape[0] or min(table.shape) < 1:
+            raise ValueError(f"an offset table is 'heads (2h-1) (2w-1)' with {self.table.shape[0]} heads, got shape "
+                             f"{tuple(table.shape)}")
         return resize_offset_table(table, tuple(self.table.shape[1:]))
 
     def extra_repr(self) -> str:

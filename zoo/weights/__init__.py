@@ -7,8 +7,9 @@ from .io import (
                  UnsafeCheckpointError,
                  read_state_dict,
 )
+from .layout_error import CheckpointLayoutError
 from .load import CheckpointMismatchError, LoadReport, load_pretrained
 
-__all__ = ['CheckpointError', 'CheckpointMismatchError', 'CorruptCheckpointError', 'LoadReport',
-           'NotACheckpointError', 'RemoteCheckpointError', 'UnsafeCheckpointError', 'load_pretrained',
+__all__ = ['CheckpointError', 'CheckpointLayoutError', 'CheckpointMismatchError', 'CorruptCheckpointError',
+           'LoadReport', 'NotACheckpointError', 'RemoteCheckpointError', 'UnsafeCheckpointError', 'load_pretrained',
            'read_state_dict']

@@ -14,6 +14,7 @@ import re
 
 import torch
 
+from .layout_error import CheckpointLayoutError, of_rank, required
 from .rename import rename_keys
 
 _OFFICIAL_RULES = [
@@ -31,10 +32,21 @@ def dinov2_from_official(state: dict) -> dict:
         state = {k[len('pretrained.'):]: v for k, v in state.items() if k.startswith('pretrained.')}
     state = {k: v for k, v in state.items() if k != 'mask_token'}
     if 'register_tokens' in state and 'pos_embed' in state:  # CLS row of the table -> the CLS token
-        pos = state.pop('pos_embed')
-        state['cls_token'] = state['cls_token'] + pos[:, :1]
-        state['pos_embed'] = pos[:, 1:]
+        state['cls_token'], state['pos_embed'] = _fold_cls_row(state)
     return rename_keys(state, _OFFICIAL_RULES)
+
+
+def _fold_cls_row(state: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The official register model's CLS token plus the table's CLS row, and the table without that row."""
+    fix = ("The official DINOv2 register models (and Depth Anything's 'pretrained.*') save cls_token '1 1 d' "
+           "and pos_embed '1 (1 + h w) d' beside register_tokens; re-save the checkpoint from such a model")
+    cls = of_rank(required(state, 'cls_token', 'official DINOv2', "a checkpoint with register_tokens keeps "
+                           "its CLS token in cls_token"), 'cls_token', '1 1 d', fix)
+    pos = of_rank(state['pos_embed'], 'pos_embed', '1 (1 + h w) d', fix)
+    if cls.shape[:2] != (1, 1) or pos.shape[0] != 1 or pos.shape[1] < 2 or pos.shape[2] != cls.shape[2]:
+        raise CheckpointLayoutError('pos_embed', f"cls_token {tuple(cls.shape)} and pos_embed {tuple(pos.shape)} "
+                                                 f"are not '1 1 d' and '1 (1 + h w) d' of one width d", fix)
+    return cls + pos[:, :1], pos[:, 1:]
 
 
 _HF_RULES = [
@@ -63,5 +75,22 @@ def dinov2_from_hf(state: dict) -> dict:
         else:
             out[key] = value
     for (block, kind), qkv in parts.items():
-        out[f'{block}.attn.qkv.{kind}'] = torch.cat([qkv['query'], qkv['key'], qkv['value']])
+        out[f'{block}.attn.qkv.{kind}'] = _fused(qkv, f"encoder.layer.{block.split('.')[1]}.attention.attention",
+                                                 kind)
     return dinov2_from_official(out)
+
+
+def _fused(qkv: dict, prefix: str, kind: str) -> torch.Tensor:
+    """One layer's query, key and value ``kind`` ('weight' or 'bias') stacked as the fused qkv's rows."""
+    fix = ("transformers' Dinov2Model saves query, key and value (weight and bias) of every layer, of one shape; "
+           "the weights file is incomplete or damaged: save the model again with save_pretrained")
+    for part in ('query', 'key', 'value'):
+        if part not in qkv:
+            raise CheckpointLayoutError(f'{prefix}.{part}.{kind}', 'missing beside '
+                                        f"{', '.join(f'{p}.{kind}' for p in sorted(qkv))}", fix)
+    shapes = {tuple(v.shape) for v in qkv.values()}
+    rank = 2 if kind == 'weight' else 1
+    if len(shapes) != 1 or len(next(iter(shapes))) != rank:
+        raise CheckpointLayoutError(f'{prefix}.query.{kind}', f"query, key and value {kind}s must be {rank}-D of one "
+                                    f"shape, got {', '.join(f'{p} {tuple(v.shape)}' for p, v in qkv.items())}", fix)
+    return torch.cat([qkv['query'], qkv['key'], qkv['value']])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from .layout_error import CheckpointLayoutError, of_rank
 from .rename import rename_keys
 
 _RULES = [(r'\.gamma_1$', '.ls1.gamma'), (r'\.gamma_2$', '.ls2.gamma'), (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias')]
@@ -24,6 +25,13 @@ def eva_to_vit(state: dict) -> dict:
     state = dict(state)
     freqs = state.pop('rope.freqs', None)
     if freqs is not None:  # '2 depth heads (d/2)' -> per block '2 heads (d/2)'
+        fix = ("timm's mixed-RoPE ViTs (vit_*_rope_mixed*) save the x and y frequencies of all blocks in it; "
+               "re-save the checkpoint from such a model, or give each block its own blocks.N.attn.rope.freqs "
+               "'2 heads (d/2)'")
+        of_rank(freqs, 'rope.freqs', '2 depth heads (d/2)', fix)
+        if freqs.shape[0] != 2:
+            raise CheckpointLayoutError('rope.freqs', f"the first dimension holds the x and y frequencies (2), got "
+                                                      f"shape {tuple(freqs.shape)}", fix)
         for i in range(freqs.shape[1]):
             state[f'blocks.{i}.attn.rope.freqs'] = freqs[:, i].clone()
     state = {k: v for k, v in state.items() if not re.search(r'(^|\.)rope\.(pos_embed|bands|t_x|t_y)$', k)}

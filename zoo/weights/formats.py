@@ -5,6 +5,7 @@ from torch import nn
 
 from .hf import FROM_HF
 from .io import CheckpointError
+from .layout_error import CheckpointLayoutError
 from .mmseg import from_mmseg
 from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
@@ -17,7 +18,8 @@ def _from_zoo(state: dict, family: str) -> dict:
 def _by_family(layout: str, table: dict):
     def convert(state: dict, family: str) -> dict:
         if family not in table:
-            raise CheckpointError(f"no {layout} layout converter for the {family!r} family")
+            raise CheckpointError(f"no {layout} layout converter for the {family!r} family; load with "
+                                  f"format='auto' (the layout is told from the keys) or the layout the file is in")
         return table[family](state)
     return convert
 
@@ -35,20 +37,27 @@ CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:
-    """``state`` converted to ``model``'s keys; 'auto' picks the layout whose keys overlap the model's most."""
+    """``state`` converted to ``model``'s keys; 'auto' picks the layout whose keys overlap the model's most. A layout
+    whose converter finds its keys damaged (:class:`CheckpointLayoutError`) is that error, unless another layout gives
+    every key the model has."""
     family = getattr(model, 'family', None)
     if format != 'auto':
         if format not in CONVERTERS:
             raise ValueError(f"unknown checkpoint format {format!r}; known: auto, {', '.join(CONVERTERS)}")
         return CONVERTERS[format](state, family), format
     target = set(model.state_dict())
-    best = None
+    best, damaged = None, []
     for name, convert in CONVERTERS.items():
         try:
             converted = convert(state, family)
+        except CheckpointLayoutError as err:
+            damaged.append(err)
+            continue
         except CheckpointError:
             continue
         score = len(target & set(converted))
         if best is None or score > best[0]:
             best = (score, converted, name)
+    if damaged and (best is None or best[0] < len(target)):
+        raise damaged[0]
     return best[1], best[2]

@@ -8,6 +8,7 @@ from torch import nn
 
 from .formats import to_zoo_layout
 from .io import CheckpointError, read_state_dict
+from .layout_error import CheckpointLayoutError
 
 log = logging.getLogger(__name__)
 HEAD_KEYS = ('head.', 'head_dist.')
@@ -31,7 +32,7 @@ class LoadReport:
     fresh: list[str] = field(default_factory=list)          # backbone-only parts a checkpoint lacks, left at init
 
 
-def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list[str]:
+def _resize_position_tables(model: nn.Module, state: dict, target: dict, source) -> list[str]:
     """Position tables (modules with ``checkpoint_key`` and ``resample_checkpoint``: learned absolute
     embeddings, relative bias tables) of another grid, resampled to the model's."""
     resized = []
@@ -43,8 +44,8 @@ def _resize_position_tables(model: nn.Module, state: dict, target: dict) -> list
             try:
                 state[key] = module.resample_checkpoint(state[key])
             except ValueError as err:
-                raise CheckpointMismatchError(f"{key}: checkpoint shape {tuple(state[key].shape)} cannot be "
-                                              f"resized to {tuple(target[key].shape)}: {err}") from err
+                raise CheckpointMismatchError(f"checkpoint {source}: {key}: its shape {tuple(state[key].shape)} cannot "
+                                              f"be resized to {tuple(target[key].shape)}: {err}") from err
             resized.append(key)
     return resized
 
@@ -65,7 +66,14 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     ``mismatched``). ``name``: what messages call ``source`` when it is an already-read state dict.
     """
     state = read_state_dict(source)
-    state, fmt = to_zoo_layout(state, model, format)
+    if name is None:
+        name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
+    try:
+        state, fmt = to_zoo_layout(state, model, format)
+    except CheckpointLayoutError as err:
+        raise err.in_file(name) from err
+    except CheckpointError as err:  # a format= that this model's family has no converter for
+        raise type(err)(f"checkpoint {name}: {err}") from err
     target = model.state_dict()
     report = LoadReport(fmt)
     classifier_only = getattr(model, 'classifier_only', ())
@@ -76,7 +84,7 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
                             and state[k].shape != target[k].shape]
     for key in report.dropped + report.reinitialized:
         del state[key]
-    report.resized = _resize_position_tables(model, state, target)
+    report.resized = _resize_position_tables(model, state, target, name)
     backbone_only = getattr(model, 'backbone_only', ())  # e.g. a backbone's output norms: no classifier has them
     report.fresh = [k for k in target if k not in state and backbone_only and k.startswith(backbone_only)]
     report.missing = [k for k in target if k not in state and k not in report.reinitialized
@@ -90,8 +98,6 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
     problems = (_listing('missing in checkpoint', report.missing) if report.missing else '') + \
                (_listing('not in model', report.unexpected) if report.unexpected else '') + \
                (_listing('shape mismatch', mismatched) if mismatched else '')
-    if name is None:
-        name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
     if problems and strict:
         raise CheckpointMismatchError(f"checkpoint {name} ({fmt} layout) does not fit "
                                       f"{type(model).__name__}:{problems}")

@@ -2,12 +2,13 @@
 converters."""
 from __future__ import annotations
 
+import math
 import re
 
 import torch
 from einops import rearrange
 
-from ..core.pos_embed import square_grid
+from .layout_error import CheckpointLayoutError
 
 
 def rename_keys(state: dict, rules: list[tuple[str, str]]) -> dict:
@@ -21,9 +22,17 @@ def rename_keys(state: dict, rules: list[tuple[str, str]]) -> dict:
     return out
 
 
-def heads_first_table(value: torch.Tensor) -> torch.Tensor:
+def heads_first_table(value: torch.Tensor, key: str) -> torch.Tensor:
     """A relative-position bias table '(dy dx) heads' (timm's and the official Swin/CoAtNet layout, square window:
-    2n-1 offsets per side) -> 'heads dy dx' (:class:`zoo.core.RelPosBias`); other shapes are returned as they are."""
+    2n-1 offsets per side) -> 'heads dy dx' (:class:`zoo.core.RelPosBias`); other ranks are returned as they are (the
+    model says whether they fit). A row count that is no square is no such table: an error naming ``key``."""
     if value.ndim != 2:
         return value
-    return rearrange(value, '(dy dx) heads -> heads dy dx', dy=square_grid(value.shape[0])[0])
+    side = math.isqrt(value.shape[0])
+    if side * side != value.shape[0]:
+        raise CheckpointLayoutError(
+            key, f"a relative-position bias table has (2w-1)^2 rows, one per offset in a square window w, got "
+                 f"{value.shape[0]} (shape {tuple(value.shape)})",
+            "The table is damaged or from another model: use the checkpoint saved with this model's "
+            "window (timm's or the official Swin/CoAtNet file)")
+    return rearrange(value, '(dy dx) heads -> heads dy dx', dy=side)

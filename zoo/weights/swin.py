@@ -36,7 +36,8 @@ def swin_from_timm(state: dict) -> dict:
             key = re.sub(r'^layers\.(\d+)\.downsample\.', lambda m: f'layers.{int(m.group(1)) + 1}.downsample.', key)
         out[key] = value
     out = rename_keys(out, _RULES)
-    return {k: heads_first_table(v) if k.endswith('.attn.pos_bias.table') else v for k, v in out.items()}
+    table, theirs = '.attn.pos_bias.table', '.attn.relative_position_bias_table'  # ours, and its name in the file
+    return {k: heads_first_table(v, k.replace(table, theirs)) if k.endswith(table) else v for k, v in out.items()}
 
 
 def swin_from_official(state: dict) -> dict:

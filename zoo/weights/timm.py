@@ -44,7 +44,7 @@ def coatnet_from_timm(state: dict) -> dict:
         if re.search(r'\.attn\.qkv\.(weight|bias)$', key):  # rows '(heads three d)' -> '(three heads d)'
             value = rearrange(value, '(h three d) ... -> (three h d) ...', three=3, d=COATNET_HEAD_DIM)
         if key.endswith('.attn.pos_bias.table'):
-            value = heads_first_table(value)
+            value = heads_first_table(value, key.replace('.attn.pos_bias.', '.attn.rel_pos.relative_position_bias_'))
         out[key] = value
     return out
 

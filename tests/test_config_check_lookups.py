@@ -1,0 +1,38 @@
+"""Issue 36: the config check says when it cannot check an option, instead of skipping it: an unknown backbone
+name is an error with the registry's close names, and a registry lookup that fails (the module a dotted type names
+raises on import) is reported with its cause, not taken for an unregistered name."""
+import pytest
+
+import heads  # noqa: F401  (registers the components)
+from heads.engine.config_check import ConfigKeyError, ConfigTypeError, check_config_keys
+
+
+def segmentor(**backbone) -> dict:
+    return dict(model=dict(type='Segmentor', backbone=dict(type='ZooBackbone', **backbone)))
+
+
+def test_unknown_backbone_name_is_an_error_with_close_names():
+    with pytest.raises(ConfigKeyError, match=r"config key model\.backbone\.name: unknown backbone "
+                                             r"'vit_tiny_patch16_244'\. did you mean vit_tiny_patch16_224"):
+        check_config_keys(segmentor(name='vit_tiny_patch16_244', embed_dim='wide'))
+
+
+def test_backbone_without_a_name_is_an_error():
+    with pytest.raises(ConfigTypeError, match=r"config key model\.backbone\.name: a backbone name .* got None"):
+        check_config_keys(segmentor(embed_dim=64))
+
+
+def test_known_backbone_options_are_still_checked():
+    check_config_keys(segmentor(name='vit_tiny_patch16_224', embed_dim=64))
+    with pytest.raises(ConfigTypeError, match=r"model\.backbone\.embed_dim"):
+        check_config_keys(segmentor(name='vit_tiny_patch16_224', embed_dim='wide'))
+
+
+def test_a_type_whose_module_fails_to_import_is_reported_with_the_cause(tmp_path, monkeypatch):
+    (tmp_path / 'broken_components.py').write_text("raise RuntimeError('broken on import: missing dependency')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigTypeError) as caught:
+        check_config_keys(dict(model=dict(type='broken_components.MyHead', channels=8)))
+    message = str(caught.value)
+    assert 'config key model.type' in message and 'broken on import: missing dependency' in message, message
+    assert 'is not a registered type' not in message

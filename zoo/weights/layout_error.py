@@ -1,0 +1,44 @@
+"""The error of a checkpoint whose layout a converter recognises but whose keys or tensors are not what that layout
+holds (a key missing, a tensor of another rank or length), and the checks the converters make before they index.
+
+Converters see a state dict, not a file: :func:`zoo.weights.load_pretrained` names the file (:meth:`in_file`)."""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from .io import CheckpointError
+
+
+class CheckpointLayoutError(CheckpointError):
+    """A key missing from, or a tensor of the wrong form in, a checkpoint of a known layout; the message names the
+    key, what was wrong and the fix (and the file, once :meth:`in_file` has added it)."""
+
+    def __init__(self, key: str, problem: str, fix: str, source: str | None = None):
+        self.key, self.problem, self.fix, self.source = key, problem, fix, source
+        where = f"checkpoint {source}: " if source else ''
+        super().__init__(f"{where}key {key!r}: {problem}. {fix}")
+
+    def in_file(self, source) -> CheckpointLayoutError:
+        """The same error naming ``source`` (the file or folder the state dict came from)."""
+        return CheckpointLayoutError(self.key, self.problem, self.fix, str(source))
+
+
+def required(state: dict, key: str, layout: str, why: str, name: str | None = None) -> torch.Tensor:
+    """``state[key]``, or an error saying that ``layout`` checkpoints have it (``why``: what needs it; ``name``: what
+    the file calls ``key`` when the converter has renamed it)."""
+    if key not in state:
+        raise CheckpointLayoutError(name or key, f"missing: {why}", f"Use the complete checkpoint ({layout} layout: "
+                                    f"every key its model saves), re-saved from that model if in doubt")
+    return state[key]
+
+
+def of_rank(value: torch.Tensor, key: str, form: str, fix: str) -> torch.Tensor:
+    """``value`` if it has as many dimensions as ``form`` names (e.g. '1 1 d', '1 (1 + h w) d': 3), else an
+    error."""
+    rank = len(re.sub(r'\([^)]*\)', 'x', form).split())
+    if value.ndim != rank:
+        raise CheckpointLayoutError(key, f"expected a tensor '{form}' ({rank}-D), got shape {tuple(value.shape)}",
+                                    fix)
+    return value
