@@ -10,9 +10,10 @@ from zoo.weights import LoadReport, load_pretrained, read_state_dict
 from zoo.weights.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
 
 
-def task_checkpoint_layout(state) -> str:
-    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'."""
-    return 'mmseg' if is_mmseg_dpt(state) else 'zoo'
+def task_checkpoint_layout(state, name: str = 'state dict') -> str:
+    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'; mmseg names mixed with others raise
+    :class:`zoo.weights.mmseg.MixedLayoutError` naming ``name``."""
+    return 'mmseg' if is_mmseg_dpt(state, name) else 'zoo'
 
 
 def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None) -> LoadReport:
@@ -22,7 +23,7 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
     if name is None and not isinstance(source, dict):
         name = str(source)
     state = read_state_dict(source)
-    layout = task_checkpoint_layout(state)
+    layout = task_checkpoint_layout(state, name or 'state dict')
     if layout == 'mmseg':
         check_patch_bias(dpt_from_mmseg(state), model)
     return load_pretrained(model, state, format=layout, strict=strict, name=name)
