@@ -51,10 +51,14 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
 
 
 def without_backbone_weights(model_cfg: dict) -> dict:
-    """``model_cfg`` (a copy when it changes) without ``backbone.pretrained``: a whole task checkpoint loaded after
-    the build holds the backbone too, so its separate weights file is neither needed nor read (as mmseg's test)."""
-    if not model_cfg.get('backbone', {}).get('pretrained'):
-        return model_cfg
-    model_cfg = copy.deepcopy(model_cfg)
-    model_cfg['backbone']['pretrained'] = None
+    """``model_cfg`` (a copy when it changes) without its backbone's weights file (``backbone.pretrained``, or a
+    detector's ``pretrained`` beside a backbone given by name): a whole task checkpoint loaded after the build holds
+    the backbone too, so that file is neither needed nor read (as mmseg's test)."""
+    backbone = model_cfg.get('backbone')
+    if isinstance(backbone, dict) and backbone.get('pretrained'):
+        model_cfg = copy.deepcopy(model_cfg)
+        model_cfg['backbone']['pretrained'] = None
+    elif isinstance(backbone, str) and model_cfg.get('pretrained'):
+        model_cfg = copy.deepcopy(model_cfg)
+        model_cfg['pretrained'] = None
     return model_cfg
