@@ -49,7 +49,7 @@ def main(argv=None) -> dict:
     cfg.model = without_backbone_weights(cfg.model)  # the checkpoint holds the whole model
     setup_launcher(cfg, args.launcher)
     runner = ZooRunner.from_cfg(cfg)
-    load_task_checkpoint(runner.model, args.checkpoint)  # this project's layout or mmseg's
+    load_task_checkpoint(runner.model, args.checkpoint, finite=True)  # this project's layout or mmseg's; no NaN
     metrics = runner.test()  # logs the metrics (and the metric's per-class table) once
     if args.out:
         per_class = getattr(runner.test_evaluator.metrics[0], 'per_class', None)

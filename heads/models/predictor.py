@@ -16,8 +16,9 @@ class Predictor:
     """``Predictor(config, checkpoint=None, device='cpu')(image)``.
 
     config: a config file, a ``Config`` or a dict with a ``model`` entry; checkpoint: one written by training here
-    or an mmseg DPT checkpoint (:mod:`zoo.weights.mmseg`); optional ``predict_scale``
-    (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test pipeline does.
+    or an mmseg DPT checkpoint (:mod:`zoo.weights.mmseg`), refused when a weight is NaN or infinite; optional
+    ``predict_scale`` (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test
+    pipeline does.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32
     depth map (metres for a metric head, relative inverse depth for a relative one), 'h w' at the image's size.
     """
@@ -27,7 +28,7 @@ class Predictor:
             Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
         self.model = MODELS.build(cfg.model if checkpoint is None else without_backbone_weights(cfg.model))
         if checkpoint is not None:
-            load_task_checkpoint(self.model, checkpoint)  # this project's layout or mmseg's
+            load_task_checkpoint(self.model, checkpoint, finite=True)  # this project's layout or mmseg's
         self.model.to(device).eval()
         self.device = device
         self.scale = cfg.get('predict_scale')

@@ -4,35 +4,61 @@ from __future__ import annotations
 
 import copy
 
+import torch
 from torch import nn
 
-from zoo.weights import LoadReport, load_pretrained, read_state_dict
+from zoo.weights import CheckpointError, LoadReport, load_pretrained, read_state_dict
 from zoo.weights.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
 
 
-def task_checkpoint_layout(state) -> str:
-    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'."""
-    return 'mmseg' if is_mmseg_dpt(state) else 'zoo'
+def task_checkpoint_layout(state, name: str = 'state dict') -> str:
+    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'; mmseg names mixed with others raise
+    :class:`zoo.weights.mmseg.MixedLayoutError` naming ``name``."""
+    return 'mmseg' if is_mmseg_dpt(state, name) else 'zoo'
 
 
-def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None) -> LoadReport:
+class NonFiniteWeightsError(CheckpointError):
+    """A checkpoint to predict with holds NaN or infinite weights (a diverged run): its predictions mean nothing."""
+
+
+def check_finite(state: dict, name: str) -> None:
+    """Raise :class:`NonFiniteWeightsError` naming ``name`` and the first tensor with a NaN or an infinity."""
+    for key, value in state.items():
+        if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+            nan, inf = int(torch.isnan(value).sum()), int(torch.isinf(value).sum())
+            raise NonFiniteWeightsError(
+                f"{name}: tensor {key} {tuple(value.shape)} is not finite ({nan} NaN, {inf} infinite of "
+                f"{value.numel()} values); a model with it predicts nothing meaningful (e.g. class 0 everywhere). "
+                f"The run that wrote it diverged: evaluate an earlier checkpoint of it, or retrain (a lower "
+                f"learning rate, optim_wrapper.clip_grad)")
+
+
+def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None,
+                         finite: bool = False) -> LoadReport:
     """``source`` (a path or a state dict, training containers such as mmengine's ``{'meta', 'state_dict'}``
     unwrapped) into ``model``, converted from mmseg's layout when it is in it; see
-    :func:`zoo.weights.load_pretrained` for ``strict`` and the errors."""
+    :func:`zoo.weights.load_pretrained` for ``strict`` and the errors. ``finite``: refuse NaN or infinite weights
+    (:class:`NonFiniteWeightsError`) before anything is loaded, as evaluation and prediction do."""
     if name is None and not isinstance(source, dict):
         name = str(source)
     state = read_state_dict(source)
-    layout = task_checkpoint_layout(state)
+    if finite:
+        check_finite(state, name or 'state dict')
+    layout = task_checkpoint_layout(state, name or 'state dict')
     if layout == 'mmseg':
         check_patch_bias(dpt_from_mmseg(state), model)
     return load_pretrained(model, state, format=layout, strict=strict, name=name)
 
 
 def without_backbone_weights(model_cfg: dict) -> dict:
-    """``model_cfg`` (a copy when it changes) without ``backbone.pretrained``: a whole task checkpoint loaded after
-    the build holds the backbone too, so its separate weights file is neither needed nor read (as mmseg's test)."""
-    if not model_cfg.get('backbone', {}).get('pretrained'):
-        return model_cfg
-    model_cfg = copy.deepcopy(model_cfg)
-    model_cfg['backbone']['pretrained'] = None
+    """``model_cfg`` (a copy when it changes) without its backbone's weights file (``backbone.pretrained``, or a
+    detector's ``pretrained`` beside a backbone given by name): a whole task checkpoint loaded after the build holds
+    the backbone too, so that file is neither needed nor read (as mmseg's test)."""
+    backbone = model_cfg.get('backbone')
+    if isinstance(backbone, dict) and backbone.get('pretrained'):
+        model_cfg = copy.deepcopy(model_cfg)
+        model_cfg['backbone']['pretrained'] = None
+    elif isinstance(backbone, str) and model_cfg.get('pretrained'):
+        model_cfg = copy.deepcopy(model_cfg)
+        model_cfg['pretrained'] = None
     return model_cfg

@@ -23,8 +23,16 @@ in its decode head; the published checkpoints (``dpt_vit-b16_512x512_160k_ade20k
 mmseg's deepest fusion block has no ``res_conv_unit1`` (it never has a skip input): the neck here matches with
 ``deepest_skip_unit=False``. Shapes are stored as here (conv 'o i kh kw', transposed conv 'i o k k', BN
 ``num_batches_tracked`` a 0-d int64).
+
+Detection (:func:`is_mmseg_dpt`) reads names this project's task models never have: mmseg's ViT block and patch
+projection names (``backbone.layers.{i}.ln1`` / ``attn.attn`` / ``ffn.layers``, ``backbone.patch_embed.projection``;
+a bare ``backbone.layers.`` prefix is not one: Swin's stages are ``backbone.layers.{i}.blocks``) and its DPT head's
+(``decode_head.reassemble_blocks`` / ``convs`` / ``fusion_blocks`` / ``conv_seg``). A state with such names and
+keys of neither mmseg's DPT nor ours is refused (:class:`MixedLayoutError`), never half converted.
 """
 from __future__ import annotations
+
+import re
 
 from .io import CheckpointError
 from .rename import rename_keys
@@ -52,8 +60,12 @@ _DPT_HEAD_RULES = [
     (r'^project\.bn\.', 'decode_head.head.1.'),
     (r'^conv_seg\.', 'decode_head.head.4.'),
 ]
-#: Keys only mmseg's DPT checkpoints have (its ViT's blocks, its DPT head's reassembly).
-_SIGNATURE = ('backbone.layers.', 'decode_head.reassemble_blocks.')
+#: Names only mmseg's DPT checkpoints have: its ViT's block parts and patch projection, its DPT head's modules.
+_SIGNATURE = re.compile(r'^backbone\.(layers\.\d+\.(ln[12]|attn\.attn|ffn\.layers)|patch_embed\.projection)\.'
+                        r'|^decode_head\.(reassemble_blocks|convs|fusion_blocks|conv_seg)\.')
+#: The names a whole mmseg DPT segmentor has: under each part, those its rules convert.
+_OWN = {'backbone.': [re.compile(p) for p, _ in _VIT_RULES],
+        'decode_head.': [re.compile(p) for p, _ in _DPT_HEAD_RULES]}
 _PATCH_BIAS = 'backbone.patch_embed.proj.bias'
 
 
@@ -74,16 +86,37 @@ def dpt_from_mmseg(state: dict) -> dict:
             **rename_keys(part('decode_head.'), _DPT_HEAD_RULES), **rest}
 
 
-def is_mmseg_dpt(state) -> bool:
-    """Whether a (unwrapped) state dict is a whole mmseg DPT model."""
-    return any(k.startswith(_SIGNATURE) for k in state)
+class MixedLayoutError(CheckpointError):
+    """A state dict with mmseg DPT names beside keys mmseg's DPT does not have: neither layout cleanly."""
+
+
+def _is_mmsegs(key: str) -> bool:
+    """Whether ``key`` is one of the names a whole mmseg DPT segmentor's state dict has."""
+    return any(key.startswith(part) and any(p.search(key[len(part):]) for p in rules) for part, rules in _OWN.items())
+
+
+def is_mmseg_dpt(state, name: str = 'state dict') -> bool:
+    """Whether a (unwrapped) state dict is a whole mmseg DPT model: it has mmseg's own names, and nothing else.
+    Raises :class:`MixedLayoutError` (naming ``name`` and the keys) for mmseg names mixed with other keys."""
+    signature = [k for k in state if isinstance(k, str) and _SIGNATURE.search(k)]
+    if not signature:
+        return False
+    other = [k for k in state if not (isinstance(k, str) and _is_mmsegs(k))]
+    if other:
+        raise MixedLayoutError(
+            f"{name}: neither this project's layout nor mmseg's DPT: it has mmseg DPT keys ({len(signature)}, e.g. "
+            f"{', '.join(signature[:3])}) and {len(other)} keys an mmseg DPT does not have (e.g. "
+            f"{', '.join(map(str, other[:5]))}); nothing was loaded. Load a checkpoint written by one of the two "
+            f"(an mmseg EncoderDecoder with DPTHead, or training here), or convert the keys first")
+    return True
 
 
 def from_mmseg(state: dict, family: str | None) -> dict:
     """The 'mmseg' layout converter: a whole task model (``family`` None) or a ViT backbone."""
     if family is None:
         if not is_mmseg_dpt(state):
-            raise CheckpointError("no 'backbone.layers.' or 'decode_head.reassemble_blocks.' keys: not an mmseg DPT")
+            raise CheckpointError("no mmseg DPT keys (backbone.layers.{i}.ln1 / attn.attn / ffn.layers, "
+                                  "decode_head.reassemble_blocks / convs / fusion_blocks / conv_seg): not an mmseg DPT")
         return dpt_from_mmseg(state)
     if family != 'vit':
         raise CheckpointError(f"no mmseg layout converter for the {family!r} family")
