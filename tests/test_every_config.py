@@ -21,6 +21,8 @@ import heads
 from heads.datasets.synthetic import SYNTHETIC_CLASSES
 from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_layout, without_backbone_weights
 
+from .reporting import show
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
 import test as test_tool  # noqa: E402
@@ -60,12 +62,9 @@ TIMES: dict = {}
 @pytest.fixture(scope='module', autouse=True)
 def _report(request):
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is not None and capture is not None and TIMES:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line('\nevery-config round trip, seconds per config: ' + ', '.join(
-                f'{name} {seconds:.1f}' for name, seconds in TIMES.items()) + f'; {sum(TIMES.values()):.0f} in all')
+    if TIMES:
+        show(request, 'every-config round trip, seconds per config: ' + ', '.join(
+            f'{name} {seconds:.1f}' for name, seconds in TIMES.items()) + f'; {sum(TIMES.values()):.0f} in all')
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_l
 from zoo.weights import CheckpointError
 from zoo.weights.mmseg import _SIGNATURE, MixedLayoutError, dpt_from_mmseg, from_mmseg
 
+from .reporting import show
 from .test_mmseg_recipe import mmseg_state, tiny_cfg
 
 CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
@@ -95,14 +96,10 @@ def fuzz_target(request):
     keys = _key_pool()
     model = heads.MODELS.build(tiny_cfg().model)
     yield keys, model
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is not None and capture is not None and COUNTS['inputs']:
-        with capture.global_and_fixture_disabled():  # shown even when pytest captures output
-            reporter.write_line(
-                f"\nfuzz: mmseg layout detection/conversion: {COUNTS['inputs']} key sets ({COUNTS['mmseg']} read "
-                f"as mmseg, {COUNTS['zoo']} as ours, {COUNTS['mixed']} refused as mixed, {COUNTS['refused']} "
-                f"refused in all, {COUNTS['loaded']} loaded); raw exceptions: 0")
+    if COUNTS['inputs']:
+        show(request, f"fuzz: mmseg layout detection/conversion: {COUNTS['inputs']} key sets ({COUNTS['mmseg']} "
+             f"read as mmseg, {COUNTS['zoo']} as ours, {COUNTS['mixed']} refused as mixed, {COUNTS['refused']} "
+             f"refused in all, {COUNTS['loaded']} loaded); raw exceptions: 0")
     assert COUNTS['inputs'] == 0 or COUNTS['inputs'] >= FUZZ_EXAMPLES
 
 

@@ -33,6 +33,7 @@ from heads.io.images import ImageError, read_rgb
 from heads.registry import TRANSFORMS
 from zoo.weights import CheckpointError, read_state_dict
 
+from .reporting import show
 from .test_reliability_inputs import exported  # noqa: F401  (the fixture: a real feature export)
 
 MARKER = Path(tempfile.gettempdir()) / f'zoo_fuzz_code_ran_{os.getpid()}'
@@ -55,14 +56,10 @@ class RunsCode:
 def _report(request):
     MARKER.unlink(missing_ok=True)
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is not None and capture is not None:
-        outcomes = ', '.join(f"{reader}: {COUNTS[reader]} ({OUTCOMES[reader, 'read']} read, "
-                             f"{OUTCOMES[reader, 'refused']} refused)" for reader in EXAMPLES if COUNTS[reader])
-        with capture.global_and_fixture_disabled():  # shown even when pytest captures output
-            reporter.write_line(f"\nfuzz: inputs tried per reader: {outcomes}; {sum(COUNTS.values())} in all; "
-                                f"code executed: {'YES' if MARKER.exists() else 'never'}")
+    outcomes = ', '.join(f"{reader}: {COUNTS[reader]} ({OUTCOMES[reader, 'read']} read, "
+                         f"{OUTCOMES[reader, 'refused']} refused)" for reader in EXAMPLES if COUNTS[reader])
+    show(request, f"fuzz: inputs tried per reader: {outcomes}; {sum(COUNTS.values())} in all; "
+         f"code executed: {'YES' if MARKER.exists() else 'never'}")
     assert not MARKER.exists()
 
 

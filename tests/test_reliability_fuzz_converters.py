@@ -30,6 +30,7 @@ from heads.hf.model_size import MAX_PARAMETERS
 from heads.registry import MODELS
 from zoo.weights import CheckpointError, load_pretrained
 
+from .reporting import show
 from .test_reliability_converters import DEPTH_ANYTHING_CONFIG, DINO, DPT_CONFIG, SWIN, official_register_state
 
 EXAMPLES = {'converters': 400, 'config.json sizes': 120}
@@ -74,14 +75,9 @@ def _report(request):
     start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     yield
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024 - start
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is not None and capture is not None:
-        outcomes = ', '.join(f"{what}: {COUNTS[what]} ({OUTCOMES[what, 'read']} read, "
-                             f"{OUTCOMES[what, 'refused']} refused)" for what in EXAMPLES if COUNTS[what])
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\nfuzz: {outcomes}; raw exceptions: 0; peak memory grew {grown} MiB "
-                                f"(bound {RSS_BOUND_MIB})")
+    outcomes = ', '.join(f"{what}: {COUNTS[what]} ({OUTCOMES[what, 'read']} read, "
+                         f"{OUTCOMES[what, 'refused']} refused)" for what in EXAMPLES if COUNTS[what])
+    show(request, f"fuzz: {outcomes}; raw exceptions: 0; peak memory grew {grown} MiB (bound {RSS_BOUND_MIB})")
     assert grown < RSS_BOUND_MIB
 
 

@@ -18,6 +18,8 @@ from zoo.core import conv_grad
 from zoo.weights.checksum import checksum_mismatch, sidecar, sidecar_line
 from zoo.weights.io import CheckpointError, read_file
 
+from .reporting import show
+
 EXAMPLES = {'RngStateHook meta': 400, 'checksum sidecars': 300}
 COUNTS: collections.Counter = collections.Counter()
 FUZZ = dict(derandomize=True, deadline=None, database=None, print_blob=False,
@@ -28,13 +30,9 @@ NAME = 'work/iter_1.pth'
 @pytest.fixture(scope='module', autouse=True)
 def _report(request):
     yield
-    reporter = request.config.pluginmanager.get_plugin('terminalreporter')
-    capture = request.config.pluginmanager.get_plugin('capturemanager')
-    if reporter is not None and capture is not None:
-        counts = ', '.join(f"{reader}: {COUNTS[reader]} ({COUNTS[reader, 'refused']} refused, "
-                           f"{COUNTS[reader, 'warned']} warned)" for reader in EXAMPLES if COUNTS[reader])
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\nfuzz: inputs tried: {counts}; raw exceptions: none")
+    counts = ', '.join(f"{reader}: {COUNTS[reader]} ({COUNTS[reader, 'refused']} refused, "
+                       f"{COUNTS[reader, 'warned']} warned)" for reader in EXAMPLES if COUNTS[reader])
+    show(request, f"fuzz: inputs tried: {counts}; raw exceptions: none")
 
 
 # ------------------------------------------------------------------------------------------ RngStateHook
