@@ -50,13 +50,27 @@ def test_float_images_are_refused_naming_the_file(tmp_path):
         read_rgb(tmp_path / 'f.tiff')
 
 
-def test_exif_orientation_is_applied(tmp_path):
-    from PIL import Image
-    image = Image.fromarray(np.zeros((4, 6, 3), np.uint8))  # 4 high, 6 wide as stored
-    exif = image.getexif()
-    exif[0x0112] = 6  # "rotate 90 clockwise to display"
-    image.save(tmp_path / 'r.jpg', exif=exif)
-    assert read_rgb(tmp_path / 'r.jpg').shape == (6, 4, 3)
+def test_each_exif_orientation_gives_the_pixels_a_viewer_shows(tmp_path):
+    """An asymmetric picture (six blocks of distinct colours, 2 x 3 as stored) saved with each EXIF orientation 1-8
+    reads as PIL's ``ImageOps.exif_transpose`` shows it; the eight views differ, so a wrong rotation or flip fails."""
+    from PIL import Image, ImageOps
+    colours = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255]], [[255, 255, 0], [0, 255, 255], [255, 0, 255]]],
+                       np.uint8)
+    stored = Image.fromarray(colours.repeat(16, 0).repeat(16, 1))  # 16-pixel blocks: whole JPEG blocks, 4:4:4
+    views, wrong = {}, {}
+    for orientation in range(1, 9):
+        exif = stored.getexif()
+        exif[0x0112] = orientation
+        path = tmp_path / f'o{orientation}.jpg'
+        stored.save(path, exif=exif, quality=95, subsampling=0)
+        views[orientation] = np.asarray(ImageOps.exif_transpose(Image.open(path)).convert('RGB')).astype(int)
+        read = read_rgb(path).astype(int)
+        if read.shape != views[orientation].shape or np.abs(read - views[orientation]).max() > 8:
+            wrong[orientation] = read.shape
+    assert not wrong, f'orientations read unlike a viewer shows them (shape read): {wrong}'
+    assert views[6].shape == (48, 32, 3) and (views[6][0, 0] > 200).tolist() == [True, True, False]  # yellow: top left
+    assert all(a.shape != b.shape or np.abs(a - b).max() > 100 for i, a in views.items() for j, b in views.items()
+               if i < j)
 
 
 # ------------------------------------------------------------------------------------------------- labels

@@ -3,10 +3,11 @@ r"""The GPU acceptance run: one table of what this project's GPU path does on th
     python tools/gpu_check.py --out docs/benchmarks/gpu_check_<GPU>_<date>.md
 
 On CUDA: DPT ViT-B/16 at 512x512, batch 8, bf16 autocast: training img/s, peak memory and achieved TFLOP/s as a
-share of the bf16 matmul rate measured on the GPU; whether SDPA's flash kernel runs the attention; inference img/s;
-1024x1024 inference memory; eager vs torch.compile; a 1-GPU NCCL DDP smoke run of tools/train.py and an FSDP one
-(--strategy fsdp on every GPU, bf16 parameters); two --deterministic runs with their weights compared. Without
-CUDA it says so and runs the same steps tiny on the CPU (the test suite runs that path).
+share of the bf16 matmul rate measured on the GPU; whether SDPA's flash kernel runs every attention call (counted
+by torch's profiler); inference img/s; 1024x1024 inference memory; eager vs torch.compile (a 'skipped' row under
+--no-compile); a 1-GPU NCCL DDP smoke run of tools/train.py and an FSDP one (--strategy fsdp on every GPU, bf16
+parameters, with rank 0's share of the bytes); two --deterministic runs with their weights compared. Without CUDA
+it says so and runs the same steps tiny on the CPU, FSDP on two gloo processes (the test suite runs that path).
 heads/benchmark/gpu_check.py describes each step.
 """
 from __future__ import annotations

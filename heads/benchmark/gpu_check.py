@@ -4,13 +4,14 @@ Steps (each a row ``step | result | detail``; a failing step is reported and the
 - ``train``: DPT ViT-B/16 training (forward + backward) img/s and peak memory at the size and batch given, under
   bf16 autocast on CUDA (fp32 on a CPU without bf16 units), with the model FLOPs it achieves (3x the forward's) as
   a share of the matmul rate measured in the same dtype on the same device;
-- ``flash``: whether SDPA's flash kernel runs the model's attention (the forward under flash-only SDPA);
+- ``flash``: whether SDPA's flash kernel runs the model's attention: the forward under flash-only SDPA, its flash
+  kernel calls counted (``yes`` only if every attention call ran it; a model whose attention bypasses SDPA is ``no``);
 - ``inference``: forward img/s and its share of the matmul rate; ``inference_big``: batch-1 peak memory at the
   large size;
-- ``compile``: forward img/s eager and under ``torch.compile``;
+- ``compile``: forward img/s eager and under ``torch.compile`` (``skipped``, with the reason, under ``--no-compile``);
 - ``ddp``: ``torchrun --nproc_per_node 1 tools/train.py ... --launcher pytorch`` for a few iterations (NCCL on
   CUDA, gloo on CPU) on the built-in quickstart scenes (no dataset needed);
-- ``fsdp``: the same run with ``--strategy fsdp`` (one process per GPU; one gloo process on CPU), the gathered
+- ``fsdp``: the same run with ``--strategy fsdp`` (one process per GPU; two gloo processes on CPU), the gathered
   parameters in bf16 (fp32 on a CPU without bf16 units), activation checkpointing on; with the per-process share
   of parameter + optimizer bytes it logs (1 / processes, plus padding);
 - ``deterministic``: two ``--deterministic`` runs of the quickstart, their final weights compared bit for bit.
@@ -42,10 +43,10 @@ def plan(device: str) -> dict:
     """What the run measures on ``device``: the real sizes on CUDA, the tiny ones on CPU."""
     if device.startswith('cuda'):
         return dict(config=ROOT / 'configs' / 'dpt_vitb_ade20k.py', size=(512, 512), big=(1024, 1024), batch=8,
-                    dtype='bf16', iters=10, warmup=3, train_iters=20)
+                    dtype='bf16', iters=10, warmup=3, train_iters=20, fsdp_nproc=torch.cuda.device_count())
     from zoo.core import cpu_has_bf16_kernels
     return dict(config=QUICKSTART, size=(64, 96), big=(128, 192), batch=2, dtype='bf16' if cpu_has_bf16_kernels()
-                else 'fp32', iters=2, warmup=1, train_iters=2)
+                else 'fp32', iters=2, warmup=1, train_iters=2, fsdp_nproc=2)  # two processes: the sharding shows
 
 
 def _row(step: str, result: str, detail: str = '') -> dict:
@@ -59,31 +60,50 @@ def throughput_rows(p: dict, device: str, compile: bool) -> list[dict]:
     row = benchmark_one('dpt', cfg, compile=False, train=True, **common)
     size = f"{p['size'][0]}x{p['size'][1]}, batch {p['batch']}, {p['dtype']}"
     rows = [_row('train', f"{row['train_img_s']:.3g} img/s",
-                 f"{size}; {row['train_GFLOP_s'] / 1e3:.3g} TFLOP/s = {row['train_matmul_pct']:.0f}% of the matmul "
-                 f"rate measured in the same rounds; peak {row['train_peak_MiB']:.0f} MiB"),
-            _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {row['matmul_pct']:.0f}% of the matmul rate; "
+                 f"{size}; {3 * 2 * row['GMACs']:.3g} GFLOP per image: {row['train_GFLOP_s'] / 1e3:.3g} TFLOP/s = "
+                 f"{row['train_matmul_pct']:.3g}% of the matmul rate measured in the same rounds "
+                 f"({row['matmul_GFLOP_s'] / 1e3:.3g} TFLOP/s); peak {row['train_peak_MiB']:.0f} MiB"),
+            _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {2 * row['GMACs']:.3g} GFLOP per image: "
+                                                                f"{row['matmul_pct']:.3g}% of the matmul rate; "
                                                                 f"peak {row['fwd_peak_MiB']:.0f} MiB")]
     model = build_model(cfg, device).eval()
     rows.append(flash_row(model, p, device))
     big = torch.randn(1, 3, *p['big'], device=device)
     rows.append(_row('inference_big', f"{peak_of(forward_fn(model, big, p['dtype']), torch.device(device)):.0f} MiB",
                      f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}"))
-    if compile:
-        compiled = benchmark_one('dpt', cfg, compile=True, train=False, **common)
-        rows.append(_row('compile', f"{compiled['fwd_img_s'] / row['fwd_img_s']:.2f}x eager",
-                         f"forward {row['fwd_img_s']:.3g} img/s eager, {compiled['fwd_img_s']:.3g} compiled"))
+    if not compile:
+        rows.append(_row('compile', 'skipped', 'not run: --no-compile was given'))
+        return rows
+    compiled = benchmark_one('dpt', cfg, compile=True, train=False, **common)
+    rows.append(_row('compile', f"{compiled['fwd_img_s'] / row['fwd_img_s']:.2f}x eager",
+                     f"forward {row['fwd_img_s']:.3g} img/s eager, {compiled['fwd_img_s']:.3g} compiled"))
     return rows
 
 
+def attention_modules(model) -> int:
+    """How many attention calls one forward makes: the backbone's attention modules (each runs once)."""
+    from zoo.core.attention import Attention
+    return sum(isinstance(m, Attention) for m in model.modules())
+
+
 def flash_row(model, p: dict, device: str) -> dict:
+    """``yes`` when every attention call of one forward under flash-only SDPA ran SDPA's flash kernel, counted by
+    torch's profiler (``aten::_scaled_dot_product_flash_attention`` on CUDA, ``..._for_cpu`` on CPU)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.profiler import ProfilerActivity, profile
     x = torch.randn(1, 3, *p['size'], device=device)
+    expected = attention_modules(model)
     try:
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION), profile(activities=[ProfilerActivity.CPU]) as profiler:
             forward_fn(model, x, p['dtype'])()
     except RuntimeError as error:
         return _row('flash', 'no', str(error).splitlines()[0][:160])
-    return _row('flash', 'yes', f"the model's attention ran under flash-only SDPA ({p['dtype']})")
+    kernels = {e.key.removeprefix('aten::'): e.count for e in profiler.key_averages()
+               if e.key.startswith('aten::_scaled_dot_product_')}
+    flash = sum(n for name, n in kernels.items() if name.startswith('_scaled_dot_product_flash_attention'))
+    detail = (f"{flash} of the model's {expected} attention calls ran SDPA's flash kernel "
+              f"({', '.join(f'{k} x{n}' for k, n in sorted(kernels.items())) or 'no SDPA kernel ran'}; {p['dtype']})")
+    return _row('flash', 'yes' if expected and flash == expected else 'no', detail)
 
 
 def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0, options=()) -> list[str]:
@@ -129,8 +149,8 @@ def training_rows(p: dict, device: str) -> list[dict]:
 
 
 def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
-    """``torchrun ... --launcher pytorch --strategy fsdp`` on every GPU (one process on CPU)."""
-    nproc = torch.cuda.device_count() if device.startswith('cuda') else 1
+    """``torchrun ... --launcher pytorch --strategy fsdp`` on every GPU (two processes on CPU)."""
+    nproc = p['fsdp_nproc']
     dtype = 'bfloat16' if p['dtype'] == 'bf16' else 'float32'
     ok, tail, seconds = run_command(train_command(
         p, work_dir, '--launcher', 'pytorch', '--strategy', 'fsdp', nproc=nproc,
