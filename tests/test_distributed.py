@@ -114,6 +114,8 @@ def _train_with_frozen_batch_norm(argv):
 
     _BatchNorm.train = lambda self, mode=True: nn.Module.train(self, False)
     train.main(argv)
+    from heads.engine.launch import end_launch
+    end_launch()
 
 
 if __name__ == '__main__':

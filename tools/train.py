@@ -68,3 +68,5 @@ def main(argv=None):
 
 if __name__ == '__main__':
     main()
+    from heads.engine.launch import end_launch
+    end_launch()  # a script's run leaves its process group before exit (main may run again in a process)

@@ -65,6 +65,14 @@ STRATEGIES = ('ddp', 'fsdp')
 FSDP_WRAPPER = 'FullyShardedModel'
 
 
+def end_launch() -> None:
+    """Leave the process group a distributed run joined (torch asks for it before exit: a rank exiting with gloo's
+    threads still running aborted once here, 'terminate called without an active exception', after a finished
+    run). Nothing when the run was not distributed."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def setup_launcher(cfg: Config, launcher: str, strategy: str = 'ddp') -> None:
     """'pytorch' (torchrun): NCCL on GPUs as mmengine does; on CPU, gloo initialised here and the model wrapped
     by DDP without device_ids (mmengine would call torch.cuda.set_device and pass ``device_ids=[LOCAL_RANK]``,
