@@ -14,6 +14,6 @@ def test_an_mmseg_checkpoint_is_reported_and_refused_as_mmsegs_layout():
     state = mmseg_state(patch_bias=True)
     assert load_task_checkpoint(model, state).format == 'mmseg'
     del state['decode_head.conv_seg.bias']
-    with pytest.raises(CheckpointMismatchError, match=r"checkpoint dpt\.pth \(mmseg layout\) does not fit Segmentor"
-                                                      r"(.|\n)*missing in checkpoint \(1\): decode_head\.head\.4\.bias"):
+    misfit = r"checkpoint dpt\.pth \(mmseg layout\) does not fit Segmentor(.|\n)*missing in checkpoint \(1\): "
+    with pytest.raises(CheckpointMismatchError, match=misfit + r"decode_head\.head\.4\.bias"):
         load_task_checkpoint(model, state, name='dpt.pth')
