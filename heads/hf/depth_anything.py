@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import re
 
-from zoo.weights.dinov2 import dinov2_from_hf
-from zoo.weights.rename import rename_keys
-
-from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255, keep_backbone_blocks
+from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_grid, check_model_size
 
@@ -90,20 +87,3 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
                                      'backbone_config.mlp_ratio': mlp_hidden / hidden, 'neck_hidden_sizes': widths,
                                      'fusion_hidden_size': fusion, 'head_hidden_size': head['hidden_channels']})
     return model
-
-
-_NECK_RULES = [
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.projection\.', r'neck.reassemble.\1.proj.'),
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.resize\.', r'neck.reassemble.\1.resample.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.projection\.', r'neck.fusion.\1.proj.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.convolution(\d)\.', r'neck.fusion.\1.res\2.conv\3.'),
-    (r'^head\.', 'decode_head.'),
-]
-
-
-def convert_hf_depth_anything_state(state: dict, num_blocks: int, tap_norm: bool = True) -> dict:
-    """transformers' Depth Anything keys to ours; blocks after the last tap are dropped."""
-    backbone = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
-    ours = {f'backbone.{k}': v for k, v in dinov2_from_hf(backbone).items()}
-    ours.update(rename_keys({k: v for k, v in state.items() if not k.startswith('backbone.')}, _NECK_RULES))
-    return keep_backbone_blocks(ours, num_blocks, tap_norm)

@@ -12,65 +12,18 @@ maps as they are (``plain_levels``), as transformers' Identity reassemble layers
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-import torch
 
 from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
 from zoo.weights.io import check_local
-from zoo.weights.rename import rename_keys
 
+from ..layouts.hf import convert_hf_depth_anything_state, convert_hf_dpt_state
 from ..models import DepthEstimator, Segmentor
 from ..registry import MODELS
 from .config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
 from .model_size import check_blocks, check_grid, check_model_size
 
 HF_MEAN, HF_STD = (127.5, 127.5, 127.5), (127.5, 127.5, 127.5)  # DPTImageProcessor: 0.5 / 0.5 on 0-1
-
-# HF DPT key -> ours, applied in order (regex, replacement)
-_RENAMES = [
-    (r'^dpt\.embeddings\.cls_token$', 'backbone.prefix.cls'),
-    (r'^dpt\.embeddings\.position_embeddings$', 'backbone.pos_embed.weight'),
-    (r'^dpt\.embeddings\.patch_embeddings\.projection\.', 'backbone.patch_embed.proj.'),
-    (r'^dpt\.embeddings\.projection\.', 'backbone.patch_embed.proj.'),  # DPT-Hybrid: 1x1 conv of the BiT map
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'backbone.patch_embed.backbone.stem.conv.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'backbone.patch_embed.backbone.stem.norm.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d+)\.layers\.(\d+)\.',
-     r'backbone.patch_embed.backbone.stages.\1.blocks.\2.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.', r'backbone.blocks.\1.norm1.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.', r'backbone.blocks.\1.norm2.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.', r'backbone.blocks.\1.attn.proj.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.intermediate\.dense\.', r'backbone.blocks.\1.mlp.fc1.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.output\.dense\.', r'backbone.blocks.\1.mlp.fc2.'),
-    (r'^neck\.reassemble_stage\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.projection\.', r'neck.reassemble.\1.proj.'),
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.resize\.', r'neck.reassemble.\1.resample.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.projection\.', r'neck.fusion.\1.proj.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.convolution(\d)\.', r'neck.fusion.\1.res\2.conv\3.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.batch_norm(\d)\.', r'neck.fusion.\1.res\2.bn\3.'),
-    (r'^head\.', 'decode_head.'),
-]
-_QKV = re.compile(r'^dpt\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
-_UNUSED = re.compile(r'^dpt\.(layernorm|pooler)\.')  # final norm and pooler: DPT taps blocks before them
-
-
-def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
-    """HF DPT keys to ours; blocks from ``num_blocks`` on (after the last tap) are dropped."""
-    out, qkv = {}, {}
-    for key, value in state.items():
-        match = _QKV.match(key)
-        if match:
-            qkv.setdefault((int(match[1]), match[3]), {})[match[2]] = value
-            continue
-        if not _UNUSED.match(key):
-            out[key] = value
-    out = rename_keys(out, _RENAMES)
-    for (block, kind), parts in qkv.items():
-        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts['query'], parts['key'], parts['value']])
-    block_index = re.compile(r'^backbone\.blocks\.(\d+)\.')
-    return {k: v for k, v in out.items() if not (block_index.match(k) and int(block_index.match(k)[1]) >= num_blocks)}
-
 
 def model_config_from_hf(config: dict, source='config.json') -> dict:
     """Our model config (a dict for the MODELS registry) equivalent to an HF DPTConfig dict; every field used is
@@ -129,7 +82,7 @@ def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
         raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
     config = read_config_json(config_file)
     if config.get('model_type') == 'depth_anything':  # DepthAnythingForDepthEstimation (heads.hf.depth_anything)
-        from .depth_anything import convert_hf_depth_anything_state, depth_anything_config_from_hf
+        from .depth_anything import depth_anything_config_from_hf
         model_cfg = depth_anything_config_from_hf(config, config_file)
         model = MODELS.build(model_cfg)
         state = convert_hf_depth_anything_state(read_state_dict(folder), len(model.backbone.blocks),

@@ -3,21 +3,18 @@ final norm, :class:`heads.necks.DepthAnythingNeck` and :class:`heads.decode_head
 
 ``depth_anything_v2_config(encoder)`` is the model config of the official sizes ('vits', 'vitb', 'vitl', 'vitg');
 ``load_depth_anything_v2(checkpoint, encoder)`` builds it with the weights of an official checkpoint
-(DepthAnything/Depth-Anything-V2: ``pretrained.*`` is the DINOv2 encoder, ``depth_head.*`` the DPT head; the
-metric-depth checkpoints have the same keys). transformers' ``DepthAnythingForDepthEstimation`` folders load through
-``heads.from_pretrained_hf`` (:mod:`heads.hf.depth_anything`).
+(DepthAnything/Depth-Anything-V2, the metric-depth ones too; their layout: :mod:`heads.layouts.official`).
+transformers' ``DepthAnythingForDepthEstimation`` folders load through ``heads.from_pretrained_hf``
+(:mod:`heads.hf.depth_anything`).
 
 Position table: the official code resamples it with DINOv2's offset rule (``pos_interp='dinov2'``), transformers
 bicubically to the grid (``'bicubic'``, no antialias); at the 518x518 build size both use it as it is.
 """
 from __future__ import annotations
 
-import re
-
 from zoo.weights import load_pretrained, read_state_dict
-from zoo.weights.dinov2 import dinov2_from_official
-from zoo.weights.rename import rename_keys
 
+from ..layouts.official import convert_official_depth_anything_state
 from ..registry import MODELS
 
 #: encoder -> (backbone name, tapped blocks, neck widths ``out_channels``, fusion width ``features``)
@@ -47,40 +44,6 @@ def depth_anything_v2_config(encoder: str = 'vits', mode: str = 'relative', max_
                 max_depth=max_depth,
                 data_preprocessor=dict(type='DensePreprocessor', mean=IMAGENET_MEAN_255, std=IMAGENET_STD_255,
                                        size_divisor=14))
-
-
-# official DPTHead -> ours: refinenet4 fuses the deepest level first (our fusion.0)
-_HEAD_RULES = [
-    (r'^depth_head\.projects\.(\d+)\.', r'neck.reassemble.\1.proj.'),
-    (r'^depth_head\.resize_layers\.(\d+)\.', r'neck.reassemble.\1.resample.'),
-    (r'^depth_head\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
-    (r'^depth_head\.scratch\.layer(\d)_rn\.', lambda m: f'neck.convs.{int(m[1]) - 1}.'),
-    (r'^depth_head\.scratch\.refinenet(\d)\.', lambda m: f'neck.fusion.{4 - int(m[1])}.'),
-    (r'\.resConfUnit(\d)\.conv(\d)\.', r'.res\1.conv\2.'), (r'\.resConfUnit(\d)\.bn(\d)\.', r'.res\1.bn\2.'),
-    (r'^(neck\.fusion\.\d+)\.out_conv\.', r'\1.proj.'),
-    (r'^depth_head\.scratch\.output_conv1\.', 'decode_head.conv1.'),
-    (r'^depth_head\.scratch\.output_conv2\.0\.', 'decode_head.conv2.'),
-    (r'^depth_head\.scratch\.output_conv2\.2\.', 'decode_head.conv3.'),
-]
-_BLOCK = re.compile(r'^backbone\.blocks\.(\d+)\.')
-
-
-def keep_backbone_blocks(state: dict, num_blocks: int, tap_norm: bool = True) -> dict:
-    """Our keys without the blocks after the last tap (the backbone drops them) and, without ``tap_norm``, the
-    final norm."""
-    return {k: v for k, v in state.items() if not (_BLOCK.match(k) and int(_BLOCK.match(k)[1]) >= num_blocks)
-            and (tap_norm or not k.startswith('backbone.norm.'))}
-
-
-def convert_official_depth_anything_state(state: dict, num_blocks: int) -> dict:
-    """An official Depth Anything V2 state dict (``pretrained.*``, ``depth_head.*``) in our keys."""
-    encoder = {k[len('pretrained.'):]: v for k, v in state.items() if k.startswith('pretrained.')}
-    if not encoder:
-        raise ValueError("no 'pretrained.' keys: not an official Depth Anything V2 checkpoint")
-    head = {k: v for k, v in state.items() if not k.startswith('pretrained.')}
-    ours = {f'backbone.{k}': v for k, v in dinov2_from_official(encoder).items()}
-    ours.update(rename_keys(head, _HEAD_RULES))
-    return keep_backbone_blocks(ours, num_blocks)
 
 
 def load_official_depth_anything(model, checkpoint):

@@ -16,7 +16,7 @@ class Predictor:
     """``Predictor(config, checkpoint=None, device='cpu')(image)``.
 
     config: a config file, a ``Config`` or a dict with a ``model`` entry; checkpoint: one written by training here
-    or an mmseg DPT checkpoint (:mod:`zoo.weights.mmseg`), refused when a weight is NaN or infinite; optional
+    or an mmseg DPT checkpoint (:mod:`heads.layouts.mmseg`), refused when a weight is NaN or infinite; optional
     ``predict_scale`` (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test
     pipeline does.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32

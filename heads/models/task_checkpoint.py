@@ -1,5 +1,5 @@
 """Loading a whole task model's checkpoint: this project's layout, or mmseg's DPT segmentor
-(:mod:`zoo.weights.mmseg`), told apart by its keys."""
+(:mod:`heads.layouts.mmseg`), told apart by its keys."""
 from __future__ import annotations
 
 import copy
@@ -8,12 +8,13 @@ import torch
 from torch import nn
 
 from zoo.weights import CheckpointError, LoadReport, load_pretrained, read_state_dict
-from zoo.weights.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
+
+from ..layouts.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
 
 
 def task_checkpoint_layout(state, name: str = 'state dict') -> str:
     """'mmseg' for an mmseg DPT checkpoint, else 'zoo'; mmseg names mixed with others raise
-    :class:`zoo.weights.mmseg.MixedLayoutError` naming ``name``."""
+    :class:`heads.layouts.mmseg.MixedLayoutError` naming ``name``."""
     return 'mmseg' if is_mmseg_dpt(state, name) else 'zoo'
 
 
@@ -46,8 +47,9 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
         check_finite(state, name or 'state dict')
     layout = task_checkpoint_layout(state, name or 'state dict')
     if layout == 'mmseg':
-        check_patch_bias(dpt_from_mmseg(state), model)
-    return load_pretrained(model, state, format=layout, strict=strict, name=name)
+        state = dpt_from_mmseg(state)
+        check_patch_bias(state, model)
+    return load_pretrained(model, state, format='zoo', strict=strict, name=name, layout=layout)
 
 
 def without_backbone_weights(model_cfg: dict) -> dict:

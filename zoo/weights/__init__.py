@@ -1,4 +1,13 @@
-"""Loading and converting checkpoints from other layouts (timm, HF transformers, the official code)."""
+"""Loading and converting backbone checkpoints from other layouts (timm, HF transformers, the official code, mmseg).
+
+One rule for where a backbone layout lives: per source. Each source has its module with its table of converters by
+family (:mod:`.timm` ``FROM_TIMM``, :mod:`.hf` ``FROM_HF``, :mod:`.official` ``FROM_OFFICIAL``, :mod:`.mmseg`), and
+:mod:`.formats` picks among them. A converter that several sources share or that is long sits in a module of its
+own that those tables import (:mod:`.dinov2`: timm's = the official, transformers' via it; :mod:`.swin`: timm's and
+the official; :mod:`.eva`, :mod:`.timm_levit_pit`: timm's). Whole task models' layouts (their necks and heads) are
+:mod:`heads.layouts`'; nothing here imports :mod:`heads` (:mod:`.mmseg` only forwards the names that moved
+there, when old code asks for them).
+"""
 from .io import (
                  CheckpointError,
                  CorruptCheckpointError,

@@ -1,4 +1,5 @@
-"""Checkpoint layouts this project reads, and picking the one a state dict is in."""
+"""Backbone checkpoint layouts this project reads (one module per source: :mod:`.timm`, :mod:`.hf`, :mod:`.official`,
+:mod:`.mmseg`), and picking the one a state dict is in. Whole task models' layouts are :mod:`heads.layouts`'."""
 from __future__ import annotations
 
 from torch import nn
@@ -6,7 +7,7 @@ from torch import nn
 from .hf import FROM_HF
 from .io import CheckpointError
 from .layout_error import CheckpointLayoutError
-from .mmseg import from_mmseg
+from .mmseg import vit_from_mmseg
 from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
 
@@ -33,7 +34,8 @@ def _from_task_model(state: dict, family: str) -> dict:
 
 
 CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by_family('hf', FROM_HF),
-              'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model, 'mmseg': from_mmseg}
+              'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model,
+              'mmseg': _by_family('mmseg', {'vit': vit_from_mmseg})}
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:

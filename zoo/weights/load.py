@@ -56,20 +56,23 @@ def _listing(title: str, items: list[str], limit: int = 12) -> str:
 
 
 def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: bool = True,
-                    name: str | None = None) -> LoadReport:
+                    name: str | None = None, layout: str | None = None) -> LoadReport:
     """Load ``source`` (path, HF folder or state dict in zoo/timm layout) into ``model``.
 
     Converts keys, resamples position tables to the model's grid, drops classifier-only keys a backbone
     lacks and re-initialises heads whose class count differs. Anything else that does not fit raises
     :class:`CheckpointMismatchError` naming the keys. ``strict=False`` loads what fits (same key, same shape),
     leaves the rest at its initialisation, and reports and logs it (``missing``, ``unexpected``,
-    ``mismatched``). ``name``: what messages call ``source`` when it is an already-read state dict.
+    ``mismatched``). ``name``: what messages call ``source`` when it is an already-read state dict. ``layout``: what
+    the report and messages call the layout of a ``source`` the caller has converted (a task model's checkpoint,
+    :mod:`heads.layouts`), loaded with ``format='zoo'``.
     """
     state = read_state_dict(source)
     if name is None:
         name = source if isinstance(source, (str, bytes)) or hasattr(source, '__fspath__') else 'state dict'
     try:
         state, fmt = to_zoo_layout(state, model, format)
+        fmt = layout or fmt
     except CheckpointLayoutError as err:
         raise err.in_file(name) from err
     except CheckpointError as err:  # a format= that this model's family has no converter for

@@ -1,0 +1,63 @@
+"""transformers' whole-model layouts -> this project's DPT task models.
+
+``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation`` (ViT or DPT-Hybrid backbone): ``dpt.embeddings.*``
+(DPT-Hybrid: the BiT ResNet under ``dpt.embeddings.backbone.bit``), ``dpt.encoder.layer.{i}.*`` with separate
+query/key/value Linears (fused into one qkv here), the neck and ``head`` (:data:`.dpt_names.HF_NECK_RULES`); the
+final ``dpt.layernorm`` and ``dpt.pooler`` are unused (DPT taps blocks before them).
+
+``DepthAnythingForDepthEstimation``: ``backbone.*`` is transformers' DINOv2 (:func:`zoo.weights.dinov2.dinov2_from_hf`),
+the neck and head named as DPT's.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from zoo.weights.dinov2 import dinov2_from_hf
+from zoo.weights.rename import rename_keys
+
+from .dpt_names import HF_NECK_RULES, keep_backbone_blocks
+
+_DPT_RULES = [
+    (r'^dpt\.embeddings\.cls_token$', 'backbone.prefix.cls'),
+    (r'^dpt\.embeddings\.position_embeddings$', 'backbone.pos_embed.weight'),
+    (r'^dpt\.embeddings\.patch_embeddings\.projection\.', 'backbone.patch_embed.proj.'),
+    (r'^dpt\.embeddings\.projection\.', 'backbone.patch_embed.proj.'),  # DPT-Hybrid: 1x1 conv of the BiT map
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'backbone.patch_embed.backbone.stem.conv.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'backbone.patch_embed.backbone.stem.norm.'),
+    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d+)\.layers\.(\d+)\.',
+     r'backbone.patch_embed.backbone.stages.\1.blocks.\2.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.', r'backbone.blocks.\1.norm1.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.', r'backbone.blocks.\1.norm2.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.', r'backbone.blocks.\1.attn.proj.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.intermediate\.dense\.', r'backbone.blocks.\1.mlp.fc1.'),
+    (r'^dpt\.encoder\.layer\.(\d+)\.output\.dense\.', r'backbone.blocks.\1.mlp.fc2.'),
+    *HF_NECK_RULES,
+]
+_QKV = re.compile(r'^dpt\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
+_UNUSED = re.compile(r'^dpt\.(layernorm|pooler)\.')
+
+
+def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
+    """HF DPT keys to ours; blocks from ``num_blocks`` on (after the last tap) are dropped."""
+    out, qkv = {}, {}
+    for key, value in state.items():
+        match = _QKV.match(key)
+        if match:
+            qkv.setdefault((int(match[1]), match[3]), {})[match[2]] = value
+            continue
+        if not _UNUSED.match(key):
+            out[key] = value
+    out = rename_keys(out, _DPT_RULES)
+    for (block, kind), parts in qkv.items():
+        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts['query'], parts['key'], parts['value']])
+    return keep_backbone_blocks(out, num_blocks)
+
+
+def convert_hf_depth_anything_state(state: dict, num_blocks: int, tap_norm: bool = True) -> dict:
+    """transformers' Depth Anything keys to ours; blocks after the last tap are dropped."""
+    backbone = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
+    ours = {f'backbone.{k}': v for k, v in dinov2_from_hf(backbone).items()}
+    ours.update(rename_keys({k: v for k, v in state.items() if not k.startswith('backbone.')}, HF_NECK_RULES))
+    return keep_backbone_blocks(ours, num_blocks, tap_norm)
