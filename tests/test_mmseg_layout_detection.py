@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from mmengine.config import Config
 
 import heads
+from heads.layouts.mmseg import _SIGNATURE, MixedLayoutError, dpt_from_mmseg, from_mmseg
 from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_layout
 from zoo.weights import CheckpointError
-from zoo.weights.mmseg import _SIGNATURE, MixedLayoutError, dpt_from_mmseg, from_mmseg
 
 from .reporting import show
 from .test_mmseg_recipe import mmseg_state, tiny_cfg

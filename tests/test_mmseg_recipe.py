@@ -422,7 +422,7 @@ def test_mmseg_init_kaiming_convs_and_classifier_std_001():
 def test_weight_decay_exempts_what_mmsegs_keys_match_in_mmsegs_model():
     from mmengine.optim import build_optim_wrapper
 
-    from zoo.weights.mmseg import dpt_from_mmseg
+    from heads.layouts.mmseg import dpt_from_mmseg
     cfg = tiny_cfg()
     model = heads.MODELS.build(cfg.model)
     groups = build_optim_wrapper(model, cfg.optim_wrapper).optimizer.param_groups

@@ -14,7 +14,7 @@
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
   ``.safetensors`` weights for ``load_from``.
-- ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`zoo.weights.mmseg`).
+- ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`heads.layouts.mmseg`).
 - ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
   keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
 - A sharded model (:class:`~heads.engine.fsdp.FullyShardedModel`, ``--strategy fsdp``) is gathered by every

@@ -25,8 +25,6 @@ VIT_RULES = [
     (r'^layers\.(\d+)\.ffn\.layers\.0\.0\.', r'blocks.\1.mlp.fc1.'),
     (r'^layers\.(\d+)\.ffn\.layers\.1\.', r'blocks.\1.mlp.fc2.'),
 ]
-#: Where the names of mmseg's whole DPT segmentor went (kept importable from here for older code).
-_MOVED = ('MixedLayoutError', 'check_patch_bias', 'dpt_from_mmseg', 'from_mmseg', 'is_mmseg_dpt', '_SIGNATURE')
 
 
 def vit_from_mmseg(state: dict) -> dict:
@@ -34,12 +32,3 @@ def vit_from_mmseg(state: dict) -> dict:
     if any(k.startswith('backbone.') for k in state):
         state = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
     return rename_keys(state, VIT_RULES)
-
-
-def __getattr__(name: str):
-    """The whole-segmentor names that moved to :mod:`heads.layouts.mmseg`, read from there when asked for (a lazy
-    import: :mod:`zoo` itself never imports :mod:`heads`)."""
-    if name in _MOVED:
-        from heads.layouts import mmseg
-        return getattr(mmseg, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
