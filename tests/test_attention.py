@@ -1,11 +1,14 @@
-"""The attention core against formulas written out here."""
+"""The attention core against formulas written out here, and the rule that keeps it one idea: a family's own idea
+is a part passed in (qkv, scale, pos_bias, rope, proj, a similarity mixin), never a flag of Attention or Block."""
+import inspect
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from zoo.core import Attention, FusedQKV, SeparateQKV
+import zoo
+from zoo.core import Attention, Block, FusedQKV, SeparateQKV, ShiftedWindowAttention
 
 
 def reference_attention(x, attn: Attention, scale=None, bias=None, num_queries=None):
@@ -87,29 +90,61 @@ def test_additive_mask_and_position_bias_hook():
     torch.testing.assert_close(attn(x, grid=(2, 3), mask=extra, return_attn=True)[0], expected, atol=1e-5, rtol=1e-5)
 
 
+def separate_copy(fused: Attention, num_queries=None) -> Attention:
+    """An Attention with three q/k/v Linears (asking with the first ``num_queries`` tokens) holding ``fused``'s
+    weights."""
+    c = fused.qkv.in_features
+    separate = Attention(c, num_heads=fused.num_heads, qkv=SeparateQKV(c, num_queries=num_queries)).eval()
+    with torch.no_grad():
+        for i, part in enumerate((separate.qkv.q, separate.qkv.k, separate.qkv.v)):
+            part.weight.copy_(fused.qkv.weight[i * c:(i + 1) * c])
+            part.bias.copy_(fused.qkv.bias[i * c:(i + 1) * c])
+        separate.proj.load_state_dict(fused.proj.state_dict())
+    return separate
+
+
 def test_cross_attention_with_a_query_subset(attn):
     x = torch.randn(2, 9, 32)
-    out, weights = attn(x, num_queries=1, return_attn=True)
+    cross = separate_copy(attn, num_queries=1)
+    out, weights = cross(x, return_attn=True)
     assert out.shape == (2, 1, 32) and weights.shape == (2, 4, 1, 9)
     expected, _ = reference_attention(x, attn, num_queries=1)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(attn(x, num_queries=1), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cross(x), expected, atol=1e-5, rtol=1e-5)
     # a query subset gives the same rows as full self-attention
     torch.testing.assert_close(attn(x)[:, :1], expected, atol=1e-5, rtol=1e-5)
 
 
-def test_separate_projections_equal_fused_ones():
-    fused = Attention(32, num_heads=4).eval()
-    separate = Attention(32, num_heads=4, qkv=SeparateQKV(32)).eval()
-    with torch.no_grad():
-        for i, part in enumerate((separate.qkv.q, separate.qkv.k, separate.qkv.v)):
-            part.weight.copy_(fused.qkv.weight[i * 32:(i + 1) * 32])
-            part.bias.copy_(fused.qkv.bias[i * 32:(i + 1) * 32])
-        separate.proj.load_state_dict(fused.proj.state_dict())
+def test_separate_projections_equal_fused_ones(attn):
     x = torch.randn(2, 5, 32)
-    torch.testing.assert_close(separate(x), fused(x), atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(separate(x, num_queries=2), fused(x, num_queries=2), atol=1e-5, rtol=1e-5)
-    assert isinstance(fused.qkv, FusedQKV) and fused.qkv.weight.shape == (96, 32)
+    torch.testing.assert_close(separate_copy(attn)(x), attn(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(separate_copy(attn, num_queries=2)(x), attn(x)[:, :2], atol=1e-5, rtol=1e-5)
+    assert isinstance(attn.qkv, FusedQKV) and attn.qkv.weight.shape == (96, 32)
+
+
+def test_attention_takes_parts_not_family_flags():
+    """At most 9 constructor parameters, none serving one family (Swin V2's similarity, LeViT's head width,
+    CoAtNet's output width, a bias flag a passed projection would ignore); a forward takes only what it honours."""
+    params = list(inspect.signature(Attention.__init__).parameters)[1:]
+    assert len(params) <= 9, params
+    assert not {'similarity', 'head_dim', 'out_dim', 'qkv_bias'} & set(params), params
+    assert 'num_queries' not in inspect.signature(Attention.forward).parameters  # a SeparateQKV part's
+    assert 'mask' not in inspect.signature(ShiftedWindowAttention.forward).parameters  # it makes its own
+
+
+def test_block_has_one_norm_placement_option():
+    params = inspect.signature(Block.__init__).parameters
+    assert 'norm_placement' in params and 'post_norm' not in params
+    with pytest.raises(ValueError, match="norm_placement must be one of 'pre', 'post', 'res_post'"):
+        Block(16, 2, norm_placement='sandwich')
+
+
+def test_no_family_switches_sdpa_off_after_construction():
+    """LeViT's values are wider than its keys: the attention itself takes the explicit path for them, and
+    :func:`zoo.core.set_fused_attention` stays the one switch of the path (no layer sets ``fused`` of its own)."""
+    model = zoo.create_backbone('levit_128s', img_size=64)
+    layers = [m for m in model.modules() if isinstance(m, Attention)]
+    assert layers and not [m for m in layers if 'fused' in vars(m)]
 
 
 def test_width_must_split_into_heads():

@@ -17,7 +17,7 @@ def test_pre_ln_block_is_the_residual_formula():
 
 
 def test_post_ln_block_normalises_after_each_residual():
-    block = Block(16, 2, post_norm=True).eval()
+    block = Block(16, 2, norm_placement='post').eval()
     x = torch.randn(2, 5, 16)
     y = F.layer_norm(x + block.attn(x), (16,), block.norm1.weight, block.norm1.bias, eps=1e-6)
     expected = F.layer_norm(y + block.mlp(y), (16,), block.norm2.weight, block.norm2.bias, eps=1e-6)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 import zoo
 from zoo.core import Attention, Block, RelPosMlp, no_weight_decay_of
+from zoo.core.similarity import CosineSimilarity
 from zoo.core.windows import fit_window
 from zoo.profiling import count_macs, count_params
 from zoo.weights.swin import swin_from_timm
@@ -175,9 +176,13 @@ def test_training_step_matches_timm_and_reaches_every_parameter(tmp_path):
     assert ours.layers[1].blocks[1].attn.logit_scale.grad.abs().sum() > 0
 
 
+class CosineAttention(CosineSimilarity, Attention):
+    """The cosine similarity part on plain (unwindowed) attention."""
+
+
 def test_cosine_similarity_is_the_formula_on_both_paths():
     torch.manual_seed(0)
-    attn = Attention(32, 4, similarity='cosine').eval()
+    attn = CosineAttention(32, 4).eval()
     with torch.no_grad():
         attn.logit_scale.copy_(torch.tensor([1.0, 2.0, 3.0, 6.0]).view(4, 1, 1))  # the last one clamped to log 100
         x = torch.randn(2, 10, 32)
@@ -189,22 +194,17 @@ def test_cosine_similarity_is_the_formula_on_both_paths():
         explicit, weights = attn(x, return_attn=True)
     torch.testing.assert_close(fused, want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(explicit, want, atol=1e-5, rtol=1e-5)
-    assert 'logit_scale' in attn.no_weight_decay_names
-    with pytest.raises(ValueError, match="similarity must be 'dot' or 'cosine'"):
-        Attention(32, 4, similarity='euclid')
+    assert no_weight_decay_of(attn) == {'logit_scale'} and list(attn.state_dict())[0] == 'logit_scale'
 
 
-def test_residual_post_norm_block_is_the_formula_and_the_old_options_are_unchanged():
+def test_residual_post_norm_block_is_the_formula():
     torch.manual_seed(0)
     block = Block(16, 2, norm_layer=torch.nn.LayerNorm, norm_placement='res_post').eval()
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
         mid = x + block.norm1(block.attn(x))
         torch.testing.assert_close(block(x), mid + block.norm2(block.mlp(mid)))
-        assert Block(16, 2, post_norm=True).post_norm and Block(16, 2, norm_placement='post').post_norm
-        assert not Block(16, 2).post_norm and not Block(16, 2).res_post_norm
-    with pytest.raises(ValueError, match="norm_placement must be 'pre', 'post' or 'res_post'"):
-        Block(16, 2, norm_placement='sandwich')
+        assert Block(16, 2).norm_placement == 'pre'
 
 
 @pytest.mark.parametrize('window,pretrained', [((8, 8), None), ((16, 16), (12, 12)), ((5, 7), None)])

@@ -78,7 +78,7 @@ def record_attention(model: nn.Module, image_size: Grid):
         out, weights = output
         m, n = weights.shape[-2:]
         grid = kwargs.get('grid')
-        if grid is not None and kwargs.get('num_queries') is None:  # self-attention over a known grid
+        if grid is not None:  # self-attention over a known grid (a query subset is asked without one)
             query_grid = tuple(grid)
             prefix = m - query_grid[0] * query_grid[1]
             key_grid = query_grid if n == m else token_layout(n, query_grid, (prefix,))[1]  # CvT: k, v subsampled

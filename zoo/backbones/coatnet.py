@@ -152,11 +152,11 @@ class PooledBlock(Block):
         self.shortcut = Downsample(in_dim, dim, pool, bias=shortcut_bias)
         self.pool = Downsample(in_dim, pool=pool)
 
-    def _attention_residual(self, x, grid, mask, return_attn):
+    def _attention_residual(self, x, grid, return_attn):
         h, w = grid
         shortcut = rearrange(self.shortcut(rearrange(x, 'b (h w) c -> b c h w', h=h, w=w)), 'b d h w -> b (h w) d')
         pooled = self.pool(rearrange(self.norm1(x), 'b (h w) c -> b c h w', h=h, w=w))
-        out = self.attn(rearrange(pooled, 'b c h w -> b (h w) c'), grid=tuple(pooled.shape[-2:]), mask=mask,
+        out = self.attn(rearrange(pooled, 'b c h w -> b (h w) c'), grid=tuple(pooled.shape[-2:]),
                         return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         return shortcut + self.drop_path1(out), attn
@@ -174,8 +174,8 @@ class TransformerStage(nn.Module):
             width = dim if expand_first else width_in
             heads = width // HEAD_DIM
             bias = RelPosBias(window, heads) if rel_pos == 'bias' else RelPosMlp(heads, rel_pos_dim)
-            return Attention(width, heads, qkv=FusedQKV(width, in_dim=width_in), pos_bias=bias, out_dim=dim,
-                             attn_drop=attn_drop)
+            return Attention(width, heads, qkv=FusedQKV(width, in_dim=width_in), pos_bias=bias,
+                             proj=nn.Linear(width, dim), attn_drop=attn_drop)
 
         if rel_pos not in ('bias', 'mlp'):
             raise ValueError(f"rel_pos must be 'bias' or 'mlp', got {rel_pos!r}")

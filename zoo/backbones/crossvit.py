@@ -78,12 +78,12 @@ class CrossAttentionBlock(Checkpointable):
                  drop_path: float):
         super().__init__()
         self.norm1 = norm_layer(dim)
-        self.attn = Attention(dim, num_heads, qkv=SeparateQKV(dim, bias=qkv_bias), attn_drop=attn_drop,
+        self.attn = Attention(dim, num_heads, qkv=SeparateQKV(dim, bias=qkv_bias, num_queries=1), attn_drop=attn_drop,
                               proj_drop=drop)
         self.drop_path = DropPath(drop_path) if drop_path else nn.Identity()
 
     def _forward(self, x: torch.Tensor, return_attn: bool = False):
-        out = self.attn(self.norm1(x), num_queries=1, return_attn=return_attn)
+        out = self.attn(self.norm1(x), return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         x = x[:, :1] + self.drop_path(out)
         return (x, attn) if return_attn else x

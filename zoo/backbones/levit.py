@@ -78,12 +78,9 @@ def levit_attention(dim: int, key_dim: int, num_heads: int, attn_ratio: float, g
         qkv = SplitQKV(LinearBN(dim, 2 * kq + v), (kq, kq, v))
     else:
         qkv = StridedQueryQKV(LinearBN(dim, kq), LinearBN(dim, kq + v), (kq, v), stride=stride)
-    attn = Attention(dim, num_heads, qkv=qkv, head_dim=key_dim, pos_bias=AbsOffsetBias(grid, num_heads, stride),
+    # values wider than keys: the attention takes its explicit path (SDPA's fused CPU kernels do not take them)
+    return Attention(dim, num_heads, qkv=qkv, scale=key_dim ** -0.5, pos_bias=AbsOffsetBias(grid, num_heads, stride),
                      proj=OutputProjection(v, out_dim or dim, act_layer, 0.0 if stride == 1 else 1.0))
-    # Values wider than keys: SDPA's fused CPU kernels do not take them and its math fallback is slower than the
-    # explicit path (set_fused_attention(model, True) still selects SDPA).
-    attn.fused = False
-    return attn
 
 
 class LeViTMlp(nn.Module):

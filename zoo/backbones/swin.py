@@ -7,8 +7,10 @@ with patch merging (2x2 neighbours concatenated, Linear to twice the width). Blo
 - V1: pre-norm blocks, scaled dot product, a learned relative position bias per window (:class:`zoo.core.RelPosBias`,
   resized when the window differs from the one it was built for);
 - V2: residual post-norm blocks (``norm_placement='res_post'``), cosine attention with a learned per-head logit scale
-  (``similarity='cosine'``), the continuous log-spaced position bias (:class:`zoo.core.RelPosMlp`, ``mode='swin'``),
-  q and v biases without a key bias (:class:`zoo.core.QVBiasQKV`), LayerNorm after the merging Linear.
+  (:class:`CosineWindowAttention`: the core's :class:`zoo.core.similarity.CosineSimilarity` mixed into the window
+  attention, its ``attn.logit_scale`` as timm's), the continuous log-spaced position bias
+  (:class:`zoo.core.RelPosMlp`, ``mode='swin'``), q and v biases without a key bias (:class:`zoo.core.QVBiasQKV`),
+  LayerNorm after the merging Linear.
 
 Any input size: the image is zero-padded at the bottom/right to a multiple of the patch size, each block pads its
 map to window multiples and crops back, merging pads odd sides, so map i is ceil(H / 2^(i+2)) x ceil(W / 2^(i+2));
@@ -27,6 +29,7 @@ from torch import nn
 
 from ..contract import Backbone, Taps
 from ..core import Block, FusedQKV, PatchEmbed, QVBiasQKV, RelPosBias, RelPosMlp, ShiftedWindowAttention, init_linear
+from ..core.similarity import CosineSimilarity
 from ..registry import register_variant
 from .common import drop_path_rates, pair, tap_indices
 from .inputs import check_images
@@ -39,6 +42,10 @@ def stage_windows(window, stages: int) -> list[tuple[int, int]]:
     if len(window) != stages:
         raise ValueError(f"window must be an int, (h, w), or one per stage ({stages}), got {window!r}")
     return [pair(w) for w in window]
+
+
+class CosineWindowAttention(CosineSimilarity, ShiftedWindowAttention):
+    """Swin V2's attention: shifted windows, cosine similarity with a learned per-head logit scale."""
 
 
 class PatchMerging(nn.Module):
@@ -73,11 +80,12 @@ class SwinStage(nn.Module):
             if v2:
                 qkv = QVBiasQKV(dim) if qkv_bias else FusedQKV(dim, bias=False)
                 bias = RelPosMlp(num_heads, 512, drop=0.0, mode='swin', pretrained_window=pretrained_window)
-                options = dict(qkv=qkv, similarity='cosine')
+                kind = CosineWindowAttention
             else:
-                bias, options = RelPosBias(window, num_heads), dict(qkv_bias=qkv_bias)
-            return ShiftedWindowAttention(dim, num_heads, window, shifted, pos_bias=bias, attn_drop=attn_drop,
-                                          proj_drop=proj_drop, **options)
+                bias = RelPosBias(window, num_heads)
+                qkv, kind = FusedQKV(dim, bias=qkv_bias), ShiftedWindowAttention
+            return kind(dim, num_heads, window, shifted, qkv=qkv, pos_bias=bias, attn_drop=attn_drop,
+                        proj_drop=proj_drop)
 
         self.blocks = nn.ModuleList(
             Block(dim, num_heads, mlp_ratio, attn=attention(j % 2 == 1), norm_layer=nn.LayerNorm, drop=proj_drop,

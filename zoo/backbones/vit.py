@@ -15,7 +15,7 @@ from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
-from ..core.qkv import QVBiasQKV
+from ..core.qkv import FusedQKV, QVBiasQKV
 from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .common import pair, tap_indices
@@ -77,7 +77,8 @@ class ViTEncoder(nn.Module):
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
-                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values, post_norm=post_norm,
+                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
+                  norm_placement='post' if post_norm else 'pre',
                   attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate),
                   **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else {}))
             for rate in rates)
@@ -89,9 +90,11 @@ class ViTEncoder(nn.Module):
             return None
         heads = self.num_heads
         qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
-        return Attention(self.embed_dim, heads, qkv_bias=qkv_bias, qkv=qkv, attn_drop=attn_drop, proj_drop=proj_drop,
-                         rope=make_rope(rope, self.embed_dim // heads, heads),
-                         pos_bias=make_alibi(alibi, heads, len(self.prefix)))
+        # the parts built in this order (q/v-bias projection, rope, ALiBi, fused projection): seeded inits as ever
+        rope, pos_bias = make_rope(rope, self.embed_dim // heads, heads), make_alibi(alibi, heads, len(self.prefix))
+        qkv = FusedQKV(self.embed_dim, bias=qkv_bias) if qkv is None else qkv
+        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, attn_drop=attn_drop,
+                         proj_drop=proj_drop)
 
     @property
     def min_input_size(self) -> int:

@@ -15,9 +15,9 @@ class AttentionPool(nn.Module):
     def __init__(self, dim: int, num_heads: int):
         super().__init__()
         self.query = nn.Parameter(torch.zeros(1, 1, dim))
-        self.attn = Attention(dim, num_heads, qkv=SeparateQKV(dim))
+        self.attn = Attention(dim, num_heads, qkv=SeparateQKV(dim, num_queries=1))
         nn.init.trunc_normal_(self.query, std=0.02)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = torch.cat([self.query.expand(tokens.shape[0], -1, -1), tokens], dim=1)  # b (1 + n) d
-        return self.attn(x, num_queries=1)[:, 0]
+        return self.attn(x)[:, 0]

@@ -1,7 +1,8 @@
 """q/k/v projections, the pluggable front of :class:`zoo.core.attention.Attention`.
 
-Each takes tokens 'b n c' (and optionally the grid and a query count m) and returns
-q 'b m c', k 'b n c', v 'b n c'.
+Each takes tokens 'b n c' (and the grid, for the parts that need it) and returns q 'b m c', k 'b n c', v 'b n c':
+m = n, but for :class:`SeparateQKV` built with ``num_queries`` (the first m tokens ask) and
+:class:`StridedQueryQKV` (the tokens of a subgrid ask).
 """
 from __future__ import annotations
 
@@ -19,23 +20,27 @@ class FusedQKV(nn.Linear):
     def __init__(self, dim: int, bias: bool = True, in_dim: int | None = None):
         super().__init__(in_dim or dim, 3 * dim, bias=bias)
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
-        q, k, v = super().forward(x).chunk(3, dim=-1)
-        return (q if num_queries is None else q[:, :num_queries]), k, v
+    def forward(self, x: torch.Tensor, grid=None):
+        return super().forward(x).chunk(3, dim=-1)
 
 
 class SeparateQKV(nn.Module):
-    """q, k and v from three Linears; with ``num_queries`` only the first m tokens are projected to q."""
+    """q, k and v from three Linears; with ``num_queries`` m only the first m tokens are projected to q (CrossViT's
+    CLS cross-attention, attention pooling: m = 1)."""
 
-    def __init__(self, dim: int, bias: bool = True):
+    def __init__(self, dim: int, bias: bool = True, num_queries: int | None = None):
         super().__init__()
+        self.num_queries = num_queries
         self.q = nn.Linear(dim, dim, bias=bias)
         self.k = nn.Linear(dim, dim, bias=bias)
         self.v = nn.Linear(dim, dim, bias=bias)
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
-        queries = x if num_queries is None else x[:, :num_queries]
+    def forward(self, x: torch.Tensor, grid=None):
+        queries = x if self.num_queries is None else x[:, :self.num_queries]
         return self.q(queries), self.k(x), self.v(x)
+
+    def extra_repr(self) -> str:
+        return '' if self.num_queries is None else f"num_queries={self.num_queries}"
 
 
 class ConvQKV(SeparateQKV):
@@ -54,7 +59,7 @@ class ConvQKV(SeparateQKV):
         self.conv_k = ConvBN(dim, kernel_size=kernel_size, stride=stride_kv, depthwise=True)
         self.conv_v = ConvBN(dim, kernel_size=kernel_size, stride=stride_kv, depthwise=True)
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+    def forward(self, x: torch.Tensor, grid=None):
         if grid is None:
             raise ValueError("ConvQKV needs the token grid (h, w)")
         p = self.num_prefix
@@ -66,7 +71,7 @@ class ConvQKV(SeparateQKV):
         q = self._project(self.conv_q, self.q, fmap, prefix)
         k = self._project(self.conv_k, self.k, fmap, prefix)
         v = self._project(self.conv_v, self.v, fmap, prefix)
-        return (q if num_queries is None else q[:, :num_queries]), k, v
+        return q, k, v
 
     @staticmethod
     def _project(conv: nn.Module, linear: nn.Linear, fmap: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
@@ -87,10 +92,9 @@ class QVBiasQKV(nn.Linear):
         self.q_bias = nn.Parameter(torch.zeros(dim))
         self.v_bias = nn.Parameter(torch.zeros(dim))
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+    def forward(self, x: torch.Tensor, grid=None):
         bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
-        q, k, v = linear(x, self.weight, bias).chunk(3, dim=-1)
-        return (q if num_queries is None else q[:, :num_queries]), k, v
+        return linear(x, self.weight, bias).chunk(3, dim=-1)
 
 
 class SplitQKV(nn.Module):
@@ -102,9 +106,8 @@ class SplitQKV(nn.Module):
         self.proj = proj
         self.widths = tuple(widths)
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
-        q, k, v = self.proj(x).split(self.widths, dim=-1)
-        return (q if num_queries is None else q[:, :num_queries]), k, v
+    def forward(self, x: torch.Tensor, grid=None):
+        return self.proj(x).split(self.widths, dim=-1)
 
 
 class StridedQueryQKV(nn.Module):
@@ -113,7 +116,7 @@ class StridedQueryQKV(nn.Module):
 
     x 'b (h w) c' -> q 'b (h' w') wq', k 'b (h w) wk', v 'b (h w) wv', with h' = ceil(h / stride) (rows 0, s, 2s, ...).
     ``q`` projects the subsampled tokens; ``kv`` projects all tokens, laid out [k | v] with ``kv_widths``. Where
-    CrossViT's query subset is the first m tokens (``num_queries``), this one is a subgrid; the two do not combine.
+    CrossViT's query subset is the first m tokens (:class:`SeparateQKV` ``num_queries``), this one is a subgrid.
     """
 
     def __init__(self, q: nn.Module, kv: nn.Module, kv_widths: tuple[int, int], stride: int = 2):
@@ -126,11 +129,9 @@ class StridedQueryQKV(nn.Module):
         """The grid of the queries (and of the attention output) for the token grid (h, w)."""
         return -(-grid[0] // self.stride), -(-grid[1] // self.stride)
 
-    def forward(self, x: torch.Tensor, grid=None, num_queries: int | None = None):
+    def forward(self, x: torch.Tensor, grid=None):
         if grid is None:
             raise ValueError("StridedQueryQKV needs the token grid (h, w)")
-        if num_queries is not None:
-            raise ValueError("StridedQueryQKV chooses its queries by the grid; num_queries cannot be given")
         s = self.stride
         queries = rearrange(x, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])[:, ::s, ::s]
         k, v = self.kv(x).split(self.kv_widths, dim=-1)

@@ -83,7 +83,7 @@ class _Rope(nn.Module):
                              f"rotary positions need every patch token as a key (no strided key/value projection)")
         angles = self.angles(grid, q.device)  # (heads | 1) (h w) (d/2)
         k = torch.cat([k[..., :prefix, :], apply_rotation(k[..., prefix:, :], angles)], dim=-2)
-        if q.shape[-2] > prefix:  # queries may be a leading subset of the tokens (num_queries)
+        if q.shape[-2] > prefix:  # queries may be a leading subset of the tokens (SeparateQKV num_queries)
             turned = apply_rotation(q[..., prefix:, :], angles[..., :q.shape[-2] - prefix, :])
             q = torch.cat([q[..., :prefix, :], turned], dim=-2)
         return q, k

@@ -89,13 +89,13 @@ def batched(index: torch.Tensor, batch: int, stride: int, device: torch.device) 
 
 
 class ShiftedWindowAttention(Attention):
-    """:class:`Attention` within (shifted) windows of the token map; takes every Attention option.
+    """:class:`Attention` within (shifted) windows of the token map; takes every Attention part.
 
     ``window`` (wh, ww) is the build window, ``shifted`` moves the windows by half a window (every other Swin block).
     ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c'; with ``return_attn`` also the weights
     between the map's tokens 'b heads (h w) (h w)', zero between tokens of different windows (as
-    :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid; no other
-    mask is taken.
+    :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid, so it takes
+    no mask.
     """
 
     def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, **kwargs):
@@ -103,12 +103,9 @@ class ShiftedWindowAttention(Attention):
         self.window = (int(window[0]), int(window[1]))
         self.shift = (self.window[0] // 2, self.window[1] // 2) if shifted else (0, 0)
 
-    def forward(self, x: torch.Tensor, grid: Grid | None = None, mask=None, num_queries=None,
-                return_attn: bool = False):
+    def forward(self, x: torch.Tensor, grid: Grid, return_attn: bool = False):
         if grid is None:
             raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
-        if mask is not None or num_queries is not None:
-            raise ValueError("ShiftedWindowAttention makes its own mask and takes no mask or num_queries")
         (h, w), (b, n, c) = grid, x.shape
         window, shift = fit_window(grid, self.window, self.shift)
         padded = (-(-h // window[0]) * window[0], -(-w // window[1]) * window[1])
