@@ -132,4 +132,5 @@ def test_routing_keeps_class_and_state_dict_and_travels_with_copies(onednn, monk
     x = torch.randn(2, 4)
     for copied in (model, copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
         torch.testing.assert_close(copied(x)[0], model(x)[0])
+        assert vars(copied[0])['forward'].module is copied[0]  # each copy computes with its own weights
     assert len(calls) == 2 * 3 * 2  # both layers through oneDNN in the model and in both copies
