@@ -1,16 +1,32 @@
-"""Convolution weight gradients as shifted GEMMs (zoo.core.conv_grad) equal autograd's through nn.Conv2d."""
+"""Convolution weight gradients as shifted GEMMs (zoo.runtime.conv_grad) equal autograd's through nn.Conv2d."""
 import pytest
 import torch
 from torch import nn
 
-from zoo.core import ShiftGemmConv2d, StdConv2d, shift_gemm_weight_grads
-from zoo.core.conv_grad import conv_weight_grad, takes_shift_gemm
+from zoo.core import StdConv2d
+from zoo.runtime import apply_kernel_policy, conv_grad
+from zoo.runtime.conv_grad import conv_weight_grad, takes_shift_gemm
+from zoo.runtime.convs import route_conv
 
 
 @pytest.fixture(autouse=True)
 def shift_gemm_chosen(monkeypatch):
     """The GEMMs taken whatever this CPU's measurement chose (the choice itself: test_choice_*)."""
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')
+
+
+def shift_gemm_weight_grads(conv: nn.Conv2d) -> nn.Conv2d:
+    """``conv`` routed as the kernel policy routes a DPT neck's convolutions (its class unchanged)."""
+    cls = type(conv)
+    assert route_conv(conv, fp32=False, gemm=True) and type(conv) is cls
+    return conv
+
+
+def counting(monkeypatch) -> list:
+    """The shapes of the weight gradients computed by shifted GEMMs from now on."""
+    calls, real = [], conv_grad.conv_weight_grad
+    monkeypatch.setattr(conv_grad, 'conv_weight_grad', lambda x, *a: calls.append(x.shape) or real(x, *a))
+    return calls
 
 
 CASES = [  # n, c_in, c_out, kernel, padding, h, w
@@ -34,7 +50,7 @@ def test_weight_gradient_equals_autograd_in_float64(n, c, o, kernel, padding, h,
 
 
 @pytest.mark.parametrize('weight_layout', [torch.contiguous_format, torch.channels_last])
-def test_module_trains_like_nn_conv2d(weight_layout):
+def test_module_trains_like_nn_conv2d(weight_layout, monkeypatch):
     """Same outputs (bitwise: the forward is oneDNN's either way), same input gradient (bitwise), weight and bias
     gradients within float32 rounding; the state dict is untouched."""
     torch.manual_seed(0)
@@ -42,7 +58,8 @@ def test_module_trains_like_nn_conv2d(weight_layout):
     conv = nn.Conv2d(8, 6, 3, padding=1).to(memory_format=weight_layout)
     conv.load_state_dict(ref.state_dict())
     shift_gemm_weight_grads(conv)
-    assert isinstance(conv, ShiftGemmConv2d) and conv.state_dict().keys() == ref.state_dict().keys()
+    assert conv.state_dict().keys() == ref.state_dict().keys()
+    calls = counting(monkeypatch)
     x = torch.randn(2, 8, 12, 10).contiguous(memory_format=torch.channels_last)
     assert takes_shift_gemm(conv, x, conv.weight)
     xs, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
@@ -50,7 +67,7 @@ def test_module_trains_like_nn_conv2d(weight_layout):
     grad = torch.randn_like(yr)
     ys.backward(grad)
     yr.backward(grad)
-    assert torch.equal(ys, yr) and torch.equal(xs.grad, xr.grad)
+    assert torch.equal(ys, yr) and torch.equal(xs.grad, xr.grad) and calls == [x.shape]
     torch.testing.assert_close(conv.weight.grad, ref.weight.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(conv.bias.grad, ref.bias.grad, rtol=1e-5, atol=1e-5)
     assert conv.weight.grad.is_contiguous(memory_format=weight_layout)
@@ -71,15 +88,14 @@ def test_other_convolutions_and_modes_take_the_plain_path():
         assert not takes_shift_gemm(shift_gemm_weight_grads(other), x, other.weight), other
 
 
-def test_subclasses_keep_their_own_forward():
-    """A subclass (here the weight-standardised conv, which standardises in _conv_forward's caller) keeps its
-    behaviour and gradients; the converted class is made once per subclass."""
+def test_subclasses_keep_their_own_forward(monkeypatch):
+    """A subclass with its own forward (here the weight-standardised conv) keeps its class, behaviour and
+    gradients."""
     torch.manual_seed(0)
     ref, conv = StdConv2d(4, 6, 3, padding=1), StdConv2d(4, 6, 3, padding=1)
     conv.load_state_dict(ref.state_dict())
     shift_gemm_weight_grads(conv)
-    assert isinstance(conv, StdConv2d) and isinstance(conv, ShiftGemmConv2d)
-    assert type(shift_gemm_weight_grads(StdConv2d(4, 6, 3, padding=1))) is type(conv)
+    calls = counting(monkeypatch)
     x = torch.randn(2, 4, 9, 7).contiguous(memory_format=torch.channels_last)
     ys, yr = conv(x), ref(x)
     torch.testing.assert_close(ys, yr, rtol=0, atol=1e-6)
@@ -87,6 +103,7 @@ def test_subclasses_keep_their_own_forward():
     ys.backward(grad)
     yr.backward(grad)
     torch.testing.assert_close(conv.weight.grad, ref.weight.grad, rtol=1e-4, atol=1e-4)
+    assert calls == []  # its forward calls F.conv2d itself, not _conv_forward: routing leaves it as it computes
 
 
 def test_dense_models_use_it_in_neck_and_head():
@@ -95,12 +112,15 @@ def test_dense_models_use_it_in_neck_and_head():
     model = MODELS.build(dict(type='Segmentor', backbone=backbone,
                               neck=dict(type='DPTNeck', hidden_channels=(16, 16, 16, 16), fusion_channels=16),
                               decode_head=dict(type='DPTSegHead', in_channels=16, num_classes=3)))
+    classes = {name: type(m) for name, m in model.named_modules()}
+    apply_kernel_policy(model)
+    assert {name: type(m) for name, m in model.named_modules()} == classes
     convs = [m for m in [*model.neck.modules(), *model.decode_head.modules()] if isinstance(m, nn.Conv2d)]
-    assert convs and all(isinstance(m, ShiftGemmConv2d) for m in convs)
+    assert convs and all(vars(m)['_conv_forward'].gemm for m in convs)
+    assert not any(getattr(vars(m).get('_conv_forward'), 'gemm', False) for m in model.backbone.modules())
 
 
 def test_choice_follows_the_measurement_and_the_environment(monkeypatch):
-    from zoo.core import conv_grad
     monkeypatch.setattr(conv_grad, '_pinned', None)
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
     x = torch.randn(1, 4, 8, 8).contiguous(memory_format=torch.channels_last)
@@ -117,7 +137,6 @@ def test_choice_follows_the_measurement_and_the_environment(monkeypatch):
 
 
 def test_deterministic_algorithms_take_torchs_kernel_without_timing(monkeypatch):
-    from zoo.core import conv_grad
     monkeypatch.delenv('ZOO_CONV_WEIGHT_GRAD', raising=False)
     monkeypatch.setattr(conv_grad, '_pinned', None)
     conv_grad.shift_gemm_speedup.cache_clear()
@@ -143,7 +162,6 @@ def test_a_resumed_run_takes_the_choice_its_checkpoint_recorded(monkeypatch):
     from types import SimpleNamespace
 
     from heads.engine.rng_state import RngStateHook
-    from zoo.core import conv_grad
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')
     monkeypatch.setattr(conv_grad, '_pinned', None)
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))

@@ -1,20 +1,26 @@
-"""fp32 CPU products through oneDNN (zoo.core.cpu_gemm) equal torch's, forward and backward, in every layer
-that uses them; the kernel choice follows this machine's measurement or ZOO_CPU_GEMM."""
+"""fp32 CPU products through oneDNN (zoo.runtime.gemm) equal torch's, forward and backward, in every layer
+that uses them; the kernel choice follows this machine's CPU or ZOO_CPU_GEMM, once the kernel policy enabled it."""
+import copy
+import pickle
+
 import pytest
 import torch
 from torch import nn
 
 from zoo import create_backbone
-from zoo.core import CPULinear, FusedQKV, Mlp, cpu_gemm, fast_cpu_linears
+from zoo.core import FusedQKV, Mlp
 from zoo.lora import apply_lora
+from zoo.runtime import apply_kernel_policy
+from zoo.runtime import gemm as cpu_gemm
 
 needs_onednn = pytest.mark.skipif(not cpu_gemm.has_onednn(), reason="this torch has no oneDNN linear")
 
 
 @pytest.fixture
 def onednn(monkeypatch):
-    """oneDNN taken whatever this CPU's measurement chose."""
+    """oneDNN taken whatever this CPU's rule chose, the policy enabled."""
     monkeypatch.setenv('ZOO_CPU_GEMM', 'onednn')
+    monkeypatch.setattr(cpu_gemm, '_enabled', True)
 
 
 def _counting(monkeypatch):
@@ -61,6 +67,11 @@ def test_other_dtypes_devices_and_modes_take_torch(onednn, monkeypatch):
     monkeypatch.setenv('ZOO_CPU_GEMM', 'torch')
     cpu_gemm.linear(x, weight)
     assert calls == []
+    monkeypatch.setenv('ZOO_CPU_GEMM', 'onednn')
+    cpu_gemm.enable(False)  # no kernel policy applied: torch's, whatever the choice
+    cpu_gemm.linear(x, weight)
+    cpu_gemm.mm(x, weight.t())
+    assert calls == []
 
 
 def test_choice_follows_the_cpu_vendor_and_the_environment(monkeypatch):
@@ -85,14 +96,15 @@ def test_choice_follows_the_cpu_vendor_and_the_environment(monkeypatch):
 @needs_onednn
 def test_models_train_alike_with_either_kernel(monkeypatch):
     """A ViT backbone (fused q/k/v, the MLP's GELU-linear with its own backward) and LoRA on top: every Linear is
-    converted, keeps its class's behaviour and state dict, and gives torch's outputs and gradients."""
+    routed by the kernel policy, keeps its class, behaviour and state dict, and gives torch's outputs and gradients."""
     torch.manual_seed(0)
     model = create_backbone('vit_tiny_patch16_224', depth=2, img_size=32, out_indices=(1,))
-    assert isinstance(model.blocks[0].attn.qkv, FusedQKV) and isinstance(model.blocks[0].attn.qkv, CPULinear)
-    assert isinstance(model.blocks[0].mlp, Mlp) and isinstance(model.blocks[0].mlp.fc1, CPULinear)
+    apply_kernel_policy(model)
+    assert type(model.blocks[0].attn.qkv) is FusedQKV
+    assert isinstance(model.blocks[0].mlp, Mlp) and type(model.blocks[0].mlp.fc2) is nn.Linear
     apply_lora(model, rank=2)
     nn.init.normal_(model.blocks[0].attn.qkv.lora_b)
-    assert isinstance(model.blocks[0].attn.qkv, CPULinear)
+    calls = _counting(monkeypatch)
     x = torch.randn(2, 3, 32, 32)
     results = []
     for choice in ('torch', 'onednn'):
@@ -101,6 +113,8 @@ def test_models_train_alike_with_either_kernel(monkeypatch):
         out = model(x)[0]
         out.square().mean().backward()
         results.append((out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+        # torch: none; oneDNN: at least the forwards of q/k/v (with its adapter), projection, the MLP's two per block
+        assert (len(calls) >= 2 * 4) if choice == 'onednn' else not calls, calls
     (out_t, grads_t), (out_o, grads_o) = results
     assert grads_t.keys() == grads_o.keys() and {n.rsplit('.', 1)[-1] for n in grads_o} == {'lora_a', 'lora_b'}
     torch.testing.assert_close(out_o, out_t, rtol=1e-4, atol=1e-5)
@@ -108,10 +122,15 @@ def test_models_train_alike_with_either_kernel(monkeypatch):
         torch.testing.assert_close(grads_o[name], grads_t[name], rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_conversion_keeps_state_dict_and_is_idempotent():
-    linear = nn.Linear(4, 3)
-    keys = linear.state_dict().keys()
-    fast_cpu_linears(linear)
-    assert type(linear) is CPULinear and linear.state_dict().keys() == keys
-    assert type(fast_cpu_linears(linear)) is CPULinear
-    assert type(fast_cpu_linears(FusedQKV(4))) is type(fast_cpu_linears(FusedQKV(4)))
+def test_routing_keeps_class_and_state_dict_and_travels_with_copies(onednn, monkeypatch):
+    model = nn.Sequential(nn.Linear(4, 3), FusedQKV(3))
+    keys = model.state_dict().keys()
+    apply_kernel_policy(model)
+    apply_kernel_policy(model)  # twice: nothing more
+    assert [type(m) for m in model] == [nn.Linear, FusedQKV] and model.state_dict().keys() == keys
+    calls = _counting(monkeypatch)
+    x = torch.randn(2, 4)
+    for copied in (model, copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        torch.testing.assert_close(copied(x)[0], model(x)[0])
+        assert vars(copied[0])['forward'].module is copied[0]  # each copy computes with its own weights
+    assert len(calls) == 2 * 3 * 2  # both layers through oneDNN in the model and in both copies

@@ -6,12 +6,11 @@ from torch import nn
 import zoo
 from zoo.core import (
     Attention,
-    cpu_has_bf16_kernels,
-    keep_convs_fp32_on_cpu_autocast,
     set_fused_attention,
     set_grad_checkpointing,
 )
 from zoo.profiling import peak_memory
+from zoo.runtime import apply_kernel_policy
 
 SMALL = {
     'vit': ('vit_tiny_patch16_224', dict(depth=2, out_indices=(0, 1))),
@@ -89,8 +88,9 @@ def test_convs_stay_fp32_under_cpu_autocast_with_the_same_weights():
     state = {k: v.clone() for k, v in model.state_dict().items()}
     x = torch.randn(2, 3, 16, 16)
     expected = model(x)
-    keep_convs_fp32_on_cpu_autocast(model, force=True)
-    assert model.state_dict().keys() == state.keys()
+    classes = [type(m) for m in model]
+    apply_kernel_policy(model, fp32_convs=True)
+    assert [type(m) for m in model] == classes and model.state_dict().keys() == state.keys()
     assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
     with torch.autocast('cpu', dtype=torch.bfloat16):
         out = model(x.bfloat16())
@@ -106,7 +106,8 @@ def test_transposed_convs_stay_fp32_under_cpu_autocast_with_bf16_weights():
     output_size honoured."""
     up = nn.ConvTranspose2d(4, 4, 2, stride=2).to(torch.bfloat16)
     weight, bias = up.weight.float(), up.bias.float()
-    keep_convs_fp32_on_cpu_autocast(up, force=True)
+    apply_kernel_policy(up, fp32_convs=True)
+    assert type(up) is nn.ConvTranspose2d
     x = torch.randn(1, 4, 5, 5)
     with torch.autocast('cpu', dtype=torch.bfloat16):
         out = up(x, output_size=(11, 11))
@@ -115,15 +116,19 @@ def test_transposed_convs_stay_fp32_under_cpu_autocast_with_bf16_weights():
     torch.testing.assert_close(out, expected)
 
 
-@pytest.mark.skipif(cpu_has_bf16_kernels(), reason='this CPU has bf16 convolutions: they stay bf16 under autocast')
 def test_every_convolution_of_a_task_model_stays_fp32_under_cpu_autocast():
+    """As the kernel policy does on a CPU without bf16 convolution kernels (forced here, whatever this CPU has)."""
     import heads
     model = heads.MODELS.build(dict(
         type='Segmentor', backbone=dict(type='ZooBackbone', name='cvt_13_224', depths=(1, 1, 1)),
         neck=dict(type='DPTNeck', hidden_channels=(8, 16, 32, 32), fusion_channels=16),
         decode_head=dict(type='DPTSegHead', num_classes=3, in_channels=16),
         auxiliary_head=dict(type='DPTSegHead', num_classes=3, in_channels=16, upsample=False)))
-    convs = {name: type(m) for name, m in model.named_modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))}
-    plain = [name for name, kind in convs.items() if kind in (nn.Conv2d, nn.ConvTranspose2d)]
+    classes = {name: type(m) for name, m in model.named_modules()}
+    apply_kernel_policy(model, fp32_convs=True)
+    assert {name: type(m) for name, m in model.named_modules()} == classes
+    convs = {name: m for name, m in model.named_modules() if type(m) in (nn.Conv2d, nn.ConvTranspose2d)}
+    kernels = {name: vars(m).get('_conv_forward') or vars(m).get('forward') for name, m in convs.items()}
+    plain = [name for name, kernel in kernels.items() if kernel is None or not getattr(kernel, 'fp32', True)]
     assert convs and not plain, plain
     assert any(name.startswith('auxiliary_head.') for name in convs)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from heads.engine.rng_state import KEY, RngStateError, RngStateHook
-from zoo.core import conv_grad
+from zoo.runtime import conv_grad
 from zoo.weights.checksum import checksum_mismatch, sidecar, sidecar_line
 from zoo.weights.io import CheckpointError, read_file
 

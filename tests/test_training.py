@@ -62,7 +62,7 @@ def test_test_tool_prints_the_results_once_from_a_checkpoint(tmp_path, capsys):
 
 
 def test_amp_trains_in_bf16_autocast_on_cpu(tmp_path):
-    from zoo.core import cpu_has_bf16_kernels
+    from zoo.runtime import cpu_has_bf16_kernels
     slow = not cpu_has_bf16_kernels()  # then the user is told that bf16 runs slower than fp32 on this CPU
     with pytest.warns(UserWarning, match='no oneDNN bf16 kernels') if slow else contextlib.nullcontext():
         runner = train_tool.main(quick(tmp_path, 2) + ['--amp'])

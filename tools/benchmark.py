@@ -162,15 +162,16 @@ def main_dense(args) -> list[dict]:
     from heads.benchmark.compare import crop_size
     from heads.benchmark.dense import benchmark_models
     from heads.benchmark.tables import format_row, header_rows, markdown
-    from zoo.core.cpu_gemm import onednn_speedup, uses_onednn
+    from zoo.runtime.gemm import onednn_speedup
+    from zoo.runtime.policy import describe
     torch.backends.cudnn.benchmark = True  # GPU: pick the fastest convolution algorithms for these fixed shapes
     configs = dense_configs(args)
-    linears = (f"; fp32 Linears: {'oneDNN' if uses_onednn() else 'MKL'} (oneDNN measured {onednn_speedup():.2f}x "
-               f"MKL's speed here)" if args.device == 'cpu' else '')
+    linears = (f"; {describe()} (oneDNN measured {onednn_speedup():.2f}x MKL's speed here)"
+               if args.device == 'cpu' else '')
     sizes = {name: (args.size, args.size) if args.size else crop_size(cfg) for name, cfg in configs.items()}
     header = (f"Whole models, device {args.device}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
               f"GFLOP_s = 2 x MACs / forward time; matmul_GFLOP_s = this machine's rate on 2048^3 Linear products in "
-              f"the same dtype (fp32 CPU: the library the models' Linears use, zoo.core.cpu_gemm), timed in rounds "
+              f"the same dtype (fp32 CPU: the library the models' Linears use, zoo.runtime.gemm), timed in rounds "
               f"alternating with the forward; matmul_pct = median over rounds of "
               f"the model's rate / the matmul rate; training: a step (forward, backward, fused AdamW) of 3 x the "
               f"forward's FLOPs, timed the same way (train_matmul_pct){linears}")

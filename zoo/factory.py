@@ -5,7 +5,7 @@ import logging
 
 from torch import nn
 
-from .core import fast_cpu_linears, keep_convs_fp32_on_cpu_autocast, set_grad_checkpointing
+from .core import set_grad_checkpointing
 from .registry import get_variant
 from .weights import load_pretrained
 
@@ -49,14 +49,13 @@ def create_classifier(name: str, *, pretrained=None, num_classes: int | None = N
 
 
 def _finish(model: nn.Module, pretrained, grad_checkpointing: bool) -> nn.Module:
-    """Weights, checkpointing, convolutions kept fp32 under CPU bf16 autocast where the CPU has no bf16
-    convolution kernel (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`), and Linears through oneDNN where it
-    is this CPU's faster fp32 GEMM (:mod:`zoo.core.cpu_gemm`)."""
+    """Weights and checkpointing. The model is the same on every machine: its CPU kernels are a separate step,
+    :func:`zoo.runtime.apply_kernel_policy`."""
     if pretrained is True:
         raise ValueError(pretrained_true_message(model.pretrained_cfg['name']))
     if pretrained is not None and pretrained is not False:  # False: timm's spelling of "no weights"
         load_pretrained(model, pretrained)
-    return fast_cpu_linears(keep_convs_fp32_on_cpu_autocast(set_grad_checkpointing(model, grad_checkpointing)))
+    return set_grad_checkpointing(model, grad_checkpointing)
 
 
 def pretrained_true_message(name: str) -> str:

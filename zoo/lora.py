@@ -2,9 +2,10 @@
 
 A LoRA Linear computes ``W x + b + (alpha / rank) * B A dropout(x)`` with A 'rank in' (Kaiming-uniform) and B
 'out rank' (zeros, so training starts from the base model). The Linears are chosen by shell-style patterns on
-their module names (``'*.attn.qkv'``, ``'blocks.*.mlp.fc*'``, ...) and adapted in place: the module keeps its
-class's behaviour (a fused q/k/v projection still returns q, k, v) and its ``weight``/``bias`` keys, and gains
-``lora_a``/``lora_b``, so base checkpoints load into it unchanged.
+their module names (``'*.attn.qkv'``, ``'blocks.*.mlp.fc*'``, ...) and each is replaced, in its parent, by its
+LoRA form holding the same parameters: it keeps its class's behaviour (a fused q/k/v projection still returns
+q, k, v) and its ``weight``/``bias`` keys, and gains ``lora_a``/``lora_b``, so base checkpoints load into it
+unchanged.
 
 - :func:`apply_lora` adapts the Linears and freezes every other parameter (``trainable`` patterns keep some);
 - :func:`merge_lora` folds ``(alpha / rank) B A`` into the base weights for inference, :func:`unmerge_lora`
@@ -30,7 +31,7 @@ import torch
 from torch import nn
 
 from . import lora_file
-from .core.cpu_gemm import CPULinear, cpu_linear_class, plain_linear_class
+from .core.linear import Linear
 from .weights import CheckpointError, CheckpointMismatchError
 from .weights.checksum import sidecar
 from .weights.durable import replace_durably
@@ -41,12 +42,13 @@ DEFAULT_TARGETS = ('*.attn.qkv', '*.attn.qkv.*')  # the attention's q/k/v projec
 MERGED_KEY = 'lora_merged'  # in the state dict of a merged LoRA Linear only
 
 
-class LoRALinear(nn.Linear):
+class LoRALinear(Linear):
     """A Linear with an adapter: ``lora_a`` 'rank in', ``lora_b`` 'out rank', ``lora_dropout``, ``lora_scale``.
 
-    :func:`apply_lora` turns a Linear into one in place. A Linear subclass with its own forward (the fused q/k/v
+    :func:`apply_lora` replaces a Linear by one. A Linear subclass with its own forward (the fused q/k/v
     projection) becomes a class deriving from it and then from this one, so that its ``super().forward`` (the
-    plain linear map) is this forward and the adapter acts inside it: its outputs keep their form.
+    plain linear map) is this forward and the adapter acts inside it: its outputs keep their form. The linear map
+    itself is :class:`zoo.core.Linear`'s (the kernel policy's GEMM).
     """
     lora_a: nn.Parameter
     lora_b: nn.Parameter
@@ -102,7 +104,7 @@ _CLASSES: dict[type, type] = {}
 
 def _lora_class(cls: type) -> type:
     """The LoRA form of a Linear class (see :class:`LoRALinear`)."""
-    if cls is nn.Linear:
+    if cls in (nn.Linear, Linear):
         return LoRALinear
     if cls not in _CLASSES:
         _CLASSES[cls] = type(f'LoRA{cls.__name__}', (cls, LoRALinear), {'__module__': __name__})
@@ -124,7 +126,8 @@ def _match(name: str, patterns) -> bool:
 
 def apply_lora(model: nn.Module, targets=DEFAULT_TARGETS, rank: int = 8, alpha: float | None = None,
                dropout: float = 0.0, trainable=()) -> nn.Module:
-    """Adapt (in place) every ``nn.Linear`` whose module name matches one of ``targets``; freeze every other
+    """Adapt every ``nn.Linear`` whose module name matches one of ``targets`` (each replaced in its parent by its
+    LoRA form; returns ``model``, or the adapted Linear where ``model`` is the Linear itself); freeze every other
     parameter except those whose names match ``trainable``. ``alpha`` defaults to ``rank`` (scale 1)."""
     if isinstance(targets, str):
         targets = (targets,)
@@ -138,8 +141,13 @@ def apply_lora(model: nn.Module, targets=DEFAULT_TARGETS, rank: int = 8, alpha: 
         shown = ', '.join(list(linears)[:8]) + (' ...' if len(linears) > 8 else '')
         raise ValueError(f"LoRA targets {list(targets)} match no nn.Linear of {type(model).__name__}; its Linears "
                          f"are named like: {shown or '(none)'}")
-    for module in chosen.values():
-        _adapt(module, rank, float(rank if alpha is None else alpha), dropout)
+    adapted = {id(m): _adapted(m, rank, float(rank if alpha is None else alpha), dropout) for m in chosen.values()}
+    if '' in chosen:  # the model is itself the Linear
+        model = adapted[id(model)]
+    for parent in model.modules():
+        for child, module in parent.named_children():
+            if id(module) in adapted:
+                setattr(parent, child, adapted[id(module)])
     model.lora_config = {'targets': list(targets), 'rank': rank, 'alpha': float(rank if alpha is None else alpha),
                          'dropout': dropout}
     for name, param in model.named_parameters():
@@ -147,18 +155,23 @@ def apply_lora(model: nn.Module, targets=DEFAULT_TARGETS, rank: int = 8, alpha: 
     return model
 
 
-def _adapt(module: nn.Linear, rank: int, alpha: float, dropout: float) -> None:
-    weight = module.weight
-    fast = isinstance(module, CPULinear)  # LoRA's forward must come before the oneDNN one in the method order
-    module.__class__ = _lora_class(plain_linear_class(type(module)))
-    if fast:
-        module.__class__ = cpu_linear_class(module.__class__)
-    module.lora_a = nn.Parameter(torch.empty(rank, module.in_features, device=weight.device, dtype=weight.dtype))
-    module.lora_b = nn.Parameter(torch.zeros(module.out_features, rank, device=weight.device, dtype=weight.dtype))
-    nn.init.kaiming_uniform_(module.lora_a, a=math.sqrt(5))
-    module.lora_dropout = nn.Dropout(dropout) if dropout else nn.Identity()
-    module.lora_scale = alpha / rank
-    module.lora_merged = False
+def _adapted(module: nn.Linear, rank: int, alpha: float, dropout: float) -> nn.Linear:
+    """The LoRA form of ``module``: its class's LoRA class, the same parameters, buffers, submodules and hooks, and
+    new adapters. An instance ``forward`` the kernel policy set is left behind (the LoRA class computes through the
+    policy's GEMM itself)."""
+    cls = _lora_class(type(module))
+    new = cls.__new__(cls)
+    state = {k: v for k, v in vars(module).items() if k != 'forward'}
+    new.__dict__.update(state, _parameters=dict(module._parameters), _buffers=dict(module._buffers),
+                        _modules=dict(module._modules))
+    weight = new.weight
+    new.lora_a = nn.Parameter(torch.empty(rank, new.in_features, device=weight.device, dtype=weight.dtype))
+    new.lora_b = nn.Parameter(torch.zeros(new.out_features, rank, device=weight.device, dtype=weight.dtype))
+    nn.init.kaiming_uniform_(new.lora_a, a=math.sqrt(5))
+    new.lora_dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+    new.lora_scale = alpha / rank
+    new.lora_merged = False
+    return new
 
 
 def merge_lora(model: nn.Module) -> nn.Module:

@@ -13,7 +13,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from zoo.core.cpu_gemm import uses_onednn
+from zoo.runtime.gemm import uses_onednn
 
 
 def count_params(model: nn.Module) -> int:
@@ -34,7 +34,7 @@ def count_macs(model: nn.Module, x: torch.Tensor) -> int:
     """Multiply-accumulates of one forward (torch's FlopCounterMode counts 2 FLOPs per MAC).
 
     Attention runs through SDPA's math backend here so that its two matmuls are counted (the fused CPU
-    kernels are invisible to the counter); oneDNN's fp32 linear (zoo.core.cpu_gemm) counts as a linear.
+    kernels are invisible to the counter); oneDNN's fp32 linear (zoo.runtime.gemm) counts as a linear.
     """
     uses_onednn()  # its one-off probe of the library runs outside the counter
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False, custom_mapping=_EXTRA_FLOPS) as counter:

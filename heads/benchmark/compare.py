@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from zoo.profiling import count_macs, count_params, peak_memory
+from zoo.runtime import apply_kernel_policy
 
 from ..engine import ZooRunner
 from ..engine.config_diff import differing_keys
@@ -106,6 +107,7 @@ def measure(cfg, batch: int) -> dict:
     """Size, cost, inference throughput (with the machine's matmul rate timed in the same rounds) and training
     peak memory of the experiment's model at its crop."""
     model = MODELS.build(copy.deepcopy(cfg.model))
+    apply_kernel_policy(model)  # as the runner does
     h, w = crop_size(cfg)
     x = torch.randn(batch, 3, h, w)
     model.eval()

@@ -15,8 +15,9 @@ import torch
 from tqdm import tqdm
 
 from zoo.core import set_fused_attention, set_grad_checkpointing
-from zoo.core.cpu_gemm import linear
 from zoo.profiling import count_macs, count_params, median, peak_memory, seconds_of
+from zoo.runtime import apply_kernel_policy
+from zoo.runtime.gemm import linear
 
 from ..registry import MODELS
 
@@ -34,9 +35,9 @@ def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
 
 
 def matmul_call(device: torch.device, dtype: str, n: int = 2048, seconds: float = 0.5):
-    """(call, FLOPs): n x n x n products with a bias through :func:`zoo.core.cpu_gemm.linear`, what every Linear
-    runs (``F.linear``, or oneDNN's where :func:`zoo.core.cpu_gemm.uses_onednn` picks it), repeated to last about
-    ``seconds``."""
+    """(call, FLOPs): n x n x n products with a bias through :func:`zoo.runtime.gemm.linear`, what every Linear
+    runs under the kernel policy (``F.linear``, or oneDNN's where :func:`zoo.runtime.gemm.uses_onednn` picks it),
+    repeated to last about ``seconds``."""
     x, weight = (torch.randn(n, n, device=device, dtype=DTYPES[dtype] or torch.float32) for _ in range(2))
     bias = torch.randn(n, device=device, dtype=x.dtype)
     once = lambda: linear(x, weight, bias)  # noqa: E731
@@ -74,6 +75,7 @@ def build_model(cfg, device: str, channels_last: bool = True, checkpointing: boo
     if model_cfg.get('backbone', {}).get('pretrained'):  # timing needs no weights (the file may be absent)
         model_cfg.backbone.pretrained = None
     model = MODELS.build(model_cfg).to(device)
+    apply_kernel_policy(model)  # as the runner does (tools/benchmark.py prints its choice)
     return set_grad_checkpointing(model, checkpointing)
 
 

@@ -44,7 +44,7 @@ def plan(device: str) -> dict:
     if device.startswith('cuda'):
         return dict(config=ROOT / 'configs' / 'dpt_vitb_ade20k.py', size=(512, 512), big=(1024, 1024), batch=8,
                     dtype='bf16', iters=10, warmup=3, train_iters=20, fsdp_nproc=torch.cuda.device_count())
-    from zoo.core import cpu_has_bf16_kernels
+    from zoo.runtime import cpu_has_bf16_kernels
     return dict(config=QUICKSTART, size=(64, 96), big=(128, 192), batch=2, dtype='bf16' if cpu_has_bf16_kernels()
                 else 'fp32', iters=2, warmup=1, train_iters=2, fsdp_nproc=2)  # two processes: the sharding shows
 

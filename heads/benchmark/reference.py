@@ -20,6 +20,7 @@ import torch
 import zoo
 from zoo.core import set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, interleaved_rounds, median, peak_memory, seconds_of, time_forward
+from zoo.runtime import apply_kernel_policy
 
 from ..hf.dpt import from_pretrained_hf
 from .dense import DTYPES
@@ -75,6 +76,7 @@ def benchmark(name: str, batch: int, size: int, dtypes: list[str], device: str, 
     """Our classifier ``name`` against its reference with the same weights: img/s, their ratio, peak memory; one
     row per dtype, each given to ``report`` when ready."""
     ours = zoo.create_classifier(name).eval().to(device)
+    apply_kernel_policy(ours)  # as the runner does
     ref = reference_model(name)
     if ref is not None:
         zoo.load_pretrained(ours, ref.state_dict())

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 from mmengine.optim import AmpOptimWrapper, OptimWrapper
 
-from zoo.core import cpu_has_bf16_kernels
+from zoo.runtime import cpu_has_bf16_kernels
 
 from ..registry import OPTIM_WRAPPERS
 

@@ -4,7 +4,7 @@ mmengine resumes the data side by replaying the sampler and pipeline up to the c
 pipeline's numpy draws repeat with it), but the torch generator that the model draws from starts afresh. The
 hook stores the torch (CPU and CUDA) generator states with each checkpoint and puts them back right before
 the first iteration after a resume, after mmengine's replay of the data. With them it stores the process's
-timed kernel choice (:func:`zoo.core.conv_grad.choice`), which the resumed process then takes instead of timing
+timed kernel choice (:func:`zoo.runtime.conv_grad.choice`), which the resumed process then takes instead of timing
 again: a timing near its margin could choose the other kernel, whose sums round differently.
 
 What a resume reads is checked before anything is set: a malformed generator state (not the dict this hook
@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from mmengine.hooks import Hook
 
-from zoo.core import conv_grad
+from zoo.runtime import conv_grad
 from zoo.weights import CheckpointError
 
 from ..registry import HOOKS

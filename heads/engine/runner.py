@@ -33,6 +33,7 @@ from mmengine.hooks import CheckpointHook
 from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 
+from zoo.runtime import apply_kernel_policy
 from zoo.weights import CheckpointMismatchError
 from zoo.weights.checksum import sidecar
 from zoo.weights.durable import replace_durably
@@ -100,6 +101,7 @@ class ZooRunner(Runner):
         return logger
 
     def wrap_model(self, model_wrapper_cfg, model):
+        self.logger.info(apply_kernel_policy(model))  # this machine's CPU kernels (zoo.runtime), before compiling
         compile_from_config(model, self.cfg.get('compile_parts'))  # before DDP wraps it (heads/engine/compile.py)
         wrapped = super().wrap_model(model_wrapper_cfg, model)
         if is_fully_sharded(wrapped):

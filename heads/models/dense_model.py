@@ -8,7 +8,6 @@ from functools import partial
 import torch
 from torch import nn
 
-from zoo.core import fast_cpu_linears, keep_convs_fp32_on_cpu_autocast, shift_gemm_weight_grads
 from zoo.core.resize import interpolate
 
 from ..registry import MODELS
@@ -33,6 +32,9 @@ class DenseModel(TaskModel):
     results). Subclasses define ``loss`` and turn head outputs into predictions.
     Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
     """
+    #: the parts whose stride-1 convolutions run on maps large enough for the shifted-GEMM weight gradient to pay
+    #: off on some CPUs (:func:`zoo.runtime.apply_kernel_policy` reads this; the model never changes for it)
+    gemm_weight_grad_parts = ('neck', 'decode_head')
 
     def __init__(self, backbone, decode_head, neck=None, data_preprocessor=None, test_cfg=None,
                  channels_last: bool = True, init_cfg=None):
@@ -43,7 +45,7 @@ class DenseModel(TaskModel):
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
         self.decode_head = build(decode_head)
         self.channels_last = channels_last
-        self.prepare_convolutional_parts(self.neck, self.decode_head)  # the backbone's factory prepared it
+        self.prepare_convolutional_parts(self.neck, self.decode_head)
         self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
@@ -63,18 +65,11 @@ class DenseModel(TaskModel):
 
     def prepare_convolutional_parts(self, *parts) -> None:
         """Conv weights in channels-last layout with ``channels_last`` (faster convolutions on CPU and GPU; token
-        maps from ViT backbones already are 'b h w c' in memory), convolutions kept fp32 under CPU bf16 autocast
-        where the CPU has no bf16 kernels (:func:`zoo.core.keep_convs_fp32_on_cpu_autocast`), and CPU training
-        weight gradients of stride-1 convolutions computed as GEMMs where that is faster (:mod:`zoo.core.conv_grad`:
-        oneDNN's channels-last kernel for them runs at a seventh of the matmul rate on some CPUs), and Linears
-        through oneDNN where it is this CPU's faster fp32 GEMM (:mod:`zoo.core.cpu_gemm`)."""
+        maps from ViT backbones already are 'b h w c' in memory). Kernels are not chosen here
+        (:func:`zoo.runtime.apply_kernel_policy`)."""
         for part in parts:
-            if part is not None:
-                if self.channels_last:
-                    part.to(memory_format=torch.channels_last)
-                keep_convs_fp32_on_cpu_autocast(part)
-                shift_gemm_weight_grads(part)
-                fast_cpu_linears(part)
+            if part is not None and self.channels_last:
+                part.to(memory_format=torch.channels_last)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps, deepest first."""

@@ -7,6 +7,8 @@ import torch
 from mmengine.config import Config
 from mmengine.structures import BaseDataElement
 
+from zoo.runtime import apply_kernel_policy
+
 from ..io.images import check_rgb, keep_ratio_size, read_rgb
 from ..registry import MODELS
 from .task_checkpoint import load_task_checkpoint, without_backbone_weights
@@ -30,6 +32,7 @@ class Predictor:
         if checkpoint is not None:
             load_task_checkpoint(self.model, checkpoint, finite=True)  # this project's layout or mmseg's
         self.model.to(device).eval()
+        self.kernel_policy = apply_kernel_policy(self.model)  # this machine's CPU kernels (zoo.runtime)
         self.device = device
         self.scale = cfg.get('predict_scale')
 

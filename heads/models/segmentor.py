@@ -22,6 +22,7 @@ class Segmentor(DenseModel):
     Samples carry ``gt_sem_seg`` (PixelData '1 h w', 255 = ignore); predictions are ``seg_logits``
     ('k h w') and ``pred_sem_seg`` ('1 h w') at each image's original size.
     """
+    gemm_weight_grad_parts = ('neck', 'decode_head', 'auxiliary_head')
 
     def __init__(self, backbone, decode_head, neck=None, auxiliary_head=None, aux_weight: float = 0.4,
                  loss=None, **kwargs):

@@ -2,12 +2,8 @@
 from .attention import Attention
 from .block import Block, LayerNorm6
 from .conv_bn import ConvBN
-from .conv_grad import ShiftGemmConv2d, shift_gemm_weight_grads
-from .cpu_gemm import CPULinear, fast_cpu_linears
 from .execution import (
                         Checkpointable,
-                        cpu_has_bf16_kernels,
-                        keep_convs_fp32_on_cpu_autocast,
                         set_fused_attention,
                         set_grad_checkpointing,
 )
@@ -24,6 +20,7 @@ from .layers import (
                         grad_free,
                         init_linear,
 )
+from .linear import Linear
 from .linear_bn import BNLinear, LinearBN
 from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
@@ -36,12 +33,10 @@ from .tokens import PrefixTokens
 from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
-__all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'CPULinear',
-           'Checkpointable', 'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6',
-           'LayerScale', 'LearnedPosEmbed', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed',
-           'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV', 'ShiftGemmConv2d',
+__all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
+           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
+           'LearnedPosEmbed', 'Linear', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed',
+           'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
-           'activation_layer', 'cpu_has_bf16_kernels', 'fast_cpu_linears', 'grad_free', 'init_linear',
-           'keep_convs_fp32_on_cpu_autocast', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
-           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'shift_gemm_weight_grads',
-           'sincos_2d', 'square_grid']
+           'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
+           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cpu_gemm import linear, mm
+from ..runtime.gemm import linear, mm
 
 
 class _GeluLinear(torch.autograd.Function):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..runtime.gemm import linear
 from .conv_bn import bn_affine
-from .cpu_gemm import linear
 
 
 def _uses_batch_stats(bn: nn.BatchNorm1d) -> bool:

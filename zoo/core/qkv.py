@@ -10,11 +10,12 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from ..runtime.gemm import linear
 from .conv_bn import ConvBN
-from .cpu_gemm import linear
+from .linear import Linear
 
 
-class FusedQKV(nn.Linear):
+class FusedQKV(Linear):
     """q, k and v from one Linear (in_dim -> 3 dim), laid out [q | k | v] as in timm's ``attn.qkv``."""
 
     def __init__(self, dim: int, bias: bool = True, in_dim: int | None = None):

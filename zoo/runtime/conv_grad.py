@@ -21,9 +21,9 @@ With channels-last memory, pad x to 'n (h+2p+1) (w+2p) c' and g with zeros to th
 offset is one GEMM on views, no im2col. Positions in the padding get a zero gradient, so they add nothing;
 the extra bottom row keeps every slice inside the buffer.
 
-:class:`ShiftGemmConv2d` is an ``nn.Conv2d`` (same parameters and state dict) that takes this path in training
-on CPU for channels-last inputs; elsewhere it is ``nn.Conv2d``. :func:`shift_gemm_weight_grads` converts the
-convolutions of a model in place. The forward and the input gradient stay oneDNN's.
+:func:`shift_gemm_conv` is a convolution's ``_conv_forward`` that takes this path in training on CPU for
+channels-last inputs (:func:`takes_shift_gemm`); :mod:`zoo.runtime.convs` routes the convolutions of the parts a
+model names to it (:func:`zoo.runtime.apply_kernel_policy`). The forward and the input gradient stay oneDNN's.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cpu_gemm import best_seconds
+from .gemm import best_seconds
 
 
 def conv_weight_grad(x: torch.Tensor, grad: torch.Tensor, kernel: tuple[int, int], padding: tuple[int, int]):
@@ -136,6 +136,11 @@ def pin(value: str | None) -> None:
     _pinned = value
 
 
+def shift_gemm_conv(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor, bias) -> torch.Tensor | None:
+    """``conv``'s convolution with the shifted-GEMM weight gradient where :func:`takes_shift_gemm`, else None."""
+    return _ShiftGemmConv.apply(x, weight, bias, conv.padding) if takes_shift_gemm(conv, x, weight) else None
+
+
 def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x,
     and the GEMMs chosen for this process (:func:`choice`)."""
@@ -144,33 +149,3 @@ def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> 
             and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
             and conv.padding_mode == 'zeros' and isinstance(conv.padding, tuple) and x.dim() == 4
             and x.is_contiguous(memory_format=torch.channels_last) and choice() == 'gemm')
-
-
-class ShiftGemmConv2d(nn.Conv2d):
-    """``nn.Conv2d`` whose weight gradient in CPU training is :func:`conv_weight_grad` (see the module doc)."""
-
-    def _conv_forward(self, x, weight, bias):
-        if takes_shift_gemm(self, x, weight):
-            return _ShiftGemmConv.apply(x, weight, bias, self.padding)
-        return super()._conv_forward(x, weight, bias)
-
-
-def shift_gemm_weight_grads(model: nn.Module) -> nn.Module:
-    """Every ``nn.Conv2d`` of ``model`` (subclasses included) computes its CPU training weight gradient by
-    shifted GEMMs; same parameters, state dict and outputs. Returns ``model``."""
-    for module in model.modules():
-        cls = type(module)
-        if isinstance(module, nn.Conv2d) and not issubclass(cls, ShiftGemmConv2d):
-            module.__class__ = _with_shift_gemm(cls)
-    return model
-
-
-_CLASSES: dict[type, type] = {nn.Conv2d: ShiftGemmConv2d}
-
-
-def _with_shift_gemm(cls: type) -> type:
-    """``cls`` with :class:`ShiftGemmConv2d` behind it in the method order (one class per ``cls``)."""
-    if cls not in _CLASSES:
-        _CLASSES[cls] = type(cls.__name__, (cls, ShiftGemmConv2d), {'__module__': cls.__module__,
-                                                                  '__doc__': cls.__doc__})
-    return _CLASSES[cls]

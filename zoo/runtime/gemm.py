@@ -11,9 +11,12 @@ measures the ratio for reports.
 
 - :func:`linear` is ``F.linear`` with that choice (its backward too: both gradients are products);
 - :func:`mm` is ``a @ b`` for 2-D operands, for hand-written backward passes;
-- :class:`CPULinear` is an ``nn.Linear`` (same parameters and state dict) whose forward is :func:`linear`;
-  :func:`fast_cpu_linears` converts the Linears of a model in place (subclasses keep their own forward, which
-  reaches this one through ``super().forward``).
+- :func:`route_linear` makes one ``nn.Linear`` compute through :func:`linear` (its class unchanged: an instance
+  ``forward``), as :func:`zoo.runtime.apply_kernel_policy` does for a model's plain Linears; zoo's own Linears
+  (:class:`zoo.core.Linear` and its subclasses) call :func:`linear` themselves.
+
+Nothing here acts until :func:`enable` (``apply_kernel_policy`` calls it): until then :func:`linear` and
+:func:`mm` are ``F.linear`` and ``a @ b``, whatever the CPU.
 
 The oneDNN path runs only for fp32 CPU tensors outside autocast (bf16 autocast already runs oneDNN), outside
 ``torch.compile`` (inductor picks its own kernels) and for plain tensors (not FSDP's DTensors). The results
@@ -96,9 +99,23 @@ def uses_onednn() -> bool:
     return choice == 'onednn' or (cpu_vendor() == 'AuthenticAMD' and _avx512() and has_onednn())
 
 
+_enabled = False  # set by enable(): apply_kernel_policy turns the choice on
+
+
+def enable(on: bool = True) -> None:
+    """Let :func:`linear` and :func:`mm` take oneDNN where :func:`uses_onednn` says so (off: always torch's)."""
+    global _enabled
+    _enabled = on
+
+
+def enabled() -> bool:
+    """Whether :func:`enable` turned the choice on in this process."""
+    return _enabled
+
+
 def _takes_onednn(*tensors: torch.Tensor) -> bool:
-    return (all(type(t) in (torch.Tensor, nn.Parameter) and t.device.type == 'cpu' and t.dtype == torch.float32
-                for t in tensors)
+    return (_enabled and all(type(t) in (torch.Tensor, nn.Parameter) and t.device.type == 'cpu'
+                             and t.dtype == torch.float32 for t in tensors)
             and not torch.is_autocast_enabled('cpu') and not torch.compiler.is_compiling() and uses_onednn())
 
 
@@ -136,44 +153,18 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return out.reshape(*x.shape[:-1], weight.shape[0])
 
 
-class CPULinear(nn.Linear):
-    """``nn.Linear`` whose forward is :func:`linear` (oneDNN for fp32 on CPUs where it is faster)."""
+class _RoutedForward:
+    """The ``forward`` of one ``nn.Linear`` through :func:`linear` (an instance attribute set by
+    :func:`route_linear`; a plain object, so that deep copies and pickles of the model carry it)."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias)
+    def __init__(self, module: nn.Linear):
+        self.module = module
 
-    def __reduce_ex__(self, protocol):
-        """Pickle (and deep-copy) by the class this one was made from, which pickle finds by name."""
-        reduced = super().__reduce_ex__(protocol)
-        if protocol < 2:
-            return reduced
-        return (_new_cpu_linear, (plain_linear_class(type(self)),), *reduced[2:])
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.module.weight, self.module.bias)
 
 
-_CLASSES: dict[type, type] = {nn.Linear: CPULinear}
-
-
-def cpu_linear_class(cls: type) -> type:
-    """``cls`` with :class:`CPULinear` behind it in the method order (one class per ``cls``)."""
-    if cls not in _CLASSES:
-        _CLASSES[cls] = type(cls.__name__, (cls, CPULinear), {'__module__': cls.__module__, '__doc__': cls.__doc__})
-    return _CLASSES[cls]
-
-
-def plain_linear_class(cls: type) -> type:
-    """The class :func:`cpu_linear_class` made ``cls`` from (``cls`` itself if it made none)."""
-    return next((plain for plain, made in _CLASSES.items() if made is cls and plain is not cls), cls)
-
-
-def _new_cpu_linear(plain: type) -> nn.Module:
-    cls = cpu_linear_class(plain)
-    return cls.__new__(cls)
-
-
-def fast_cpu_linears(model: nn.Module) -> nn.Module:
-    """Every ``nn.Linear`` of ``model`` (subclasses included) computes through :func:`linear`; same parameters,
-    state dict and (up to summation order) outputs. Returns ``model``."""
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and not isinstance(module, CPULinear):
-            module.__class__ = cpu_linear_class(type(module))
-    return model
+def route_linear(module: nn.Linear) -> None:
+    """``module`` (an ``nn.Linear`` itself, not a subclass with its own forward) computes through :func:`linear`;
+    its class, parameters and state dict stay as they are."""
+    module.forward = _RoutedForward(module)
