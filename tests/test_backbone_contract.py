@@ -3,6 +3,7 @@ input / out_strides[i] at two non-square sizes that are multiples of input_multi
 len(prefix_names) prefix tokens per tap with the tap's width, the others none; no_weight_decay names real
 parameters, and every position table, prefix token and relative-position table is among them."""
 import math
+import re
 
 import pytest
 import torch
@@ -25,6 +26,9 @@ COVERED_BY = {
     'vit_base_r50_s16_384': 'vit_base_r50_s16_224',
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
+#: The big variants (2-9 s each) run in the full suite only; the fast lane (-m 'not slow') builds the smaller
+#: ones of every family.
+BIG = re.compile(r'_(base|large|huge|giant)_|coatnet_[2-9]|cvt_w24')
 
 
 def test_expensive_names_are_covered_by_a_built_name_of_the_same_classes():
@@ -41,7 +45,7 @@ def sizes_for(backbone: Backbone) -> list[tuple[int, int]]:
     return [(base, base + m), (base + 2 * m, base + m)]
 
 
-@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if BIG.search(n) else n for n in NAMES])
 def test_backbone_meets_the_contract(name):
     torch.manual_seed(0)
     backbone = zoo.create_backbone(name).eval()
