@@ -109,7 +109,6 @@ def test_foreign_backbones_and_bad_fields_are_refused_clearly(tmp_path):
         depth_anything_config_from_hf({**config, 'depth_estimation_type': 'absolute'})
 
 
-@pytest.mark.slow
 def test_benchmark_tool_times_depth_anything_v2_small_against_transformers():
     import benchmark  # tools/ (conftest puts it on the path)
     (row,) = benchmark.main(['--depth-anything', 'vits', '--size', '56', '--iters', '1'])
