@@ -15,6 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mmengine.optim import AmpOptimWrapper, build_optim_wrapper
+from mmengine.registry import DefaultScope
 from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
@@ -250,9 +251,12 @@ def test_save_adapters_called_directly_keeps_the_previous_file_when_a_write_fail
 
 # ------------------------------------------------------------------------------------- item 8: fp16 loss scale
 def built_wrapper(dtype):
+    """Built in scope ``heads``, as a Runner of a config (``default_scope = 'heads'``) builds it: without the scope
+    the name is found only when an earlier test in this process left that scope current."""
     model = nn.Linear(8, 8)
-    return model, build_optim_wrapper(model, dict(type='AutocastOptimWrapper', dtype=dtype,
-                                                  optimizer=dict(type='SGD', lr=1e6)))
+    with DefaultScope.overwrite_default_scope('heads'):
+        return model, build_optim_wrapper(model, dict(type='AutocastOptimWrapper', dtype=dtype,
+                                                      optimizer=dict(type='SGD', lr=1e6)))
 
 
 def test_fp16_autocast_scales_its_loss_and_bf16_does_not():
