@@ -3,12 +3,14 @@ input / out_strides[i] at two non-square sizes that are multiples of input_multi
 len(prefix_names) prefix tokens per tap with the tap's width, the others none; no_weight_decay names real
 parameters, and every position table, prefix token and relative-position table is among them."""
 import math
+import re
 
 import pytest
 import torch
 
 import zoo
 from zoo.contract import Backbone
+from zoo.registry import get_variant
 
 # Expensive names whose code paths a cheaper registered name of the same family covers: not built here.
 COVERED_BY = {
@@ -25,10 +27,14 @@ COVERED_BY = {
     'vit_base_r50_s16_384': 'vit_base_r50_s16_224',
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
+#: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane
+#: (-m 'not slow') builds every backbone class (tests/test_fast_lane.py).
+BIG = re.compile(r'_(base|large|huge|giant)_|coatnet_[2-9]|cvt_w24')
+SMALL_CLASSES = {get_variant(name).classes['backbone'] for name in NAMES if not BIG.search(name)}
+SLOW = {name for name in NAMES if BIG.search(name) and get_variant(name).classes['backbone'] in SMALL_CLASSES}
 
 
 def test_expensive_names_are_covered_by_a_built_name_of_the_same_classes():
-    from zoo.registry import get_variant
     assert set(COVERED_BY) <= set(zoo.list_backbones())
     for name, cheaper in COVERED_BY.items():
         assert cheaper in NAMES and get_variant(name).classes == get_variant(cheaper).classes, name
@@ -41,7 +47,7 @@ def sizes_for(backbone: Backbone) -> list[tuple[int, int]]:
     return [(base, base + m), (base + 2 * m, base + m)]
 
 
-@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES])
 def test_backbone_meets_the_contract(name):
     torch.manual_seed(0)
     backbone = zoo.create_backbone(name).eval()

@@ -144,6 +144,7 @@ def test_backbone_option_that_does_not_exist_lists_the_accepted_ones(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------- divergence
+@pytest.mark.slow
 def test_nan_loss_stops_at_that_iteration_keeping_every_checkpoint(tmp_path, monkeypatch):
     """The first update at lr 1e4 ruins the weights: iteration 2's loss, the first computed with the weights of
     iter_1.pth, is NaN. So iter_1.pth is kept on disk but not called good (docs/reliability.md)."""

@@ -43,6 +43,7 @@ def _in_project_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings('ignore:Detected pickle protocol')
 def test_resume_refuses_a_checkpoint_that_would_run_code(trained, tmp_path):
     marker = tmp_path / 'code_ran'
@@ -55,12 +56,14 @@ def test_resume_refuses_a_checkpoint_that_would_run_code(trained, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_resume_from_a_truncated_file_names_it(trained, tmp_path):
     (tmp_path / 'cut.pth').write_bytes(trained.read_bytes()[:2000])
     with pytest.raises(CheckpointError, match=r'cannot read checkpoint .*cut\.pth'):
         train_tool.main(quick(tmp_path / 'run', 4) + ['--resume', str(tmp_path / 'cut.pth')])
 
 
+@pytest.mark.slow
 def test_load_from_safetensors_starts_from_those_weights(trained, tmp_path):
     weights = torch.load(trained, weights_only=True)['state_dict']
     save_file({k: v.contiguous() for k, v in weights.items()}, tmp_path / 'w.safetensors')
@@ -71,6 +74,7 @@ def test_load_from_safetensors_starts_from_those_weights(trained, tmp_path):
     assert parameters and all(torch.equal(p, weights[k]) for k, p in parameters.items())
 
 
+@pytest.mark.slow
 def test_resume_from_safetensors_explains_what_is_missing(trained, tmp_path):
     weights = torch.load(trained, weights_only=True)['state_dict']
     save_file({k: v.contiguous() for k, v in weights.items()}, tmp_path / 'w.safetensors')
@@ -78,6 +82,7 @@ def test_resume_from_safetensors_explains_what_is_missing(trained, tmp_path):
         train_tool.main(quick(tmp_path / 'run', 4) + ['--resume', str(tmp_path / 'w.safetensors')])
 
 
+@pytest.mark.slow
 def test_resume_with_checkpoint_files_but_none_complete_stops_instead_of_starting_over(tmp_path):
     """Training from iteration 0 would overwrite iter_2.pth (issue 36; before: it started over)."""
     (tmp_path / 'iter_2.pth').write_bytes(b'not a checkpoint')  # e.g. a copy cut short

@@ -150,6 +150,7 @@ def test_layer_decay_exempts_what_the_model_declares_coatnet_position_tables_inc
     assert groups['backbone.stages.2.blocks.0.attn.qkv.weight'][1] == 0.05  # weights keep their decay
 
 
+@pytest.mark.slow
 def test_short_run_on_camvid_patches_beats_the_majority_class(tmp_path, monkeypatch):
     """ViT-Ti (4 blocks, 8x8 patches) on 64x64 patches of every 6th CamVid image of each split (a patch is
     labelled by a class covering 75% of it): validation top-1 well above always answering the majority class."""
@@ -304,6 +305,7 @@ def test_repeated_augmentation_gives_each_image_several_times_across_processes()
     assert [i for _, i in zip(range(25), single)][:10] == epoch
 
 
+@pytest.mark.slow
 def test_deit_recipe_config_trains(tmp_path, monkeypatch):
     """RandAugment, erasing, Mixup/CutMix and repeated augmentation wired through tools/train.py: a few steps."""
     monkeypatch.chdir(ROOT)

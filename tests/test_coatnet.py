@@ -34,6 +34,7 @@ def timm_at(name: str, ref, size, **kwargs):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name,kwargs', [
     ('coatnet_0_rw_224', {}),
     ('coatnet_0_224', {}),
@@ -53,6 +54,7 @@ def test_logits_match_timm_at_224_and_at_sizes_timm_must_be_rebuilt_for(name, kw
             assert diff <= 1e-4, f"{name} at {size}: max abs diff {diff}"
 
 
+@pytest.mark.slow
 def test_backbone_maps_match_timm_intermediates_at_every_stride(tmp_path):
     ref, path = reference('coatnet_0_rw_224', tmp_path / 'w.safetensors', **SHALLOW)
     backbone = zoo.create_backbone('coatnet_0_rw_224', pretrained=path, out_indices=(0, 1, 2, 3, 4), **SHALLOW)
@@ -78,6 +80,7 @@ def test_any_input_size_gives_ceil_halved_maps():
     assert [m.shape[1] for m in maps] == [96, 192, 384, 768]
 
 
+@pytest.mark.slow
 def test_training_mode_matches_timm_and_backpropagates(tmp_path):
     """Batch statistics, unfused BN and the gated BN path: timm in train mode gives the same logits."""
     ref, path = reference('coatnet_0_rw_224', tmp_path / 'w.safetensors', **SHALLOW)
@@ -140,6 +143,7 @@ def test_a_grid_first_seen_in_inference_mode_trains_later():
     assert bias.table.grad is not None and bias.table.grad.abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_checkpoint_for_224_loads_into_a_model_built_for_384_with_resized_tables(tmp_path):
     ref, path = reference('coatnet_0_rw_224', tmp_path / 'w.safetensors', **SHALLOW)
     ours = zoo.create_classifier('coatnet_0_rw_224', img_size=384, **SHALLOW).eval()
@@ -151,12 +155,15 @@ def test_checkpoint_for_224_loads_into_a_model_built_for_384_with_resized_tables
         torch.testing.assert_close(ours(x), timm_at('coatnet_0_rw_224', ref, 384, **SHALLOW)(x), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize('name', ['coatnet_0_rw_224', 'coatnet_0_224', 'coatnet_1_rw_224', 'coatnet_rmlp_1_rw_224',
+@pytest.mark.parametrize('name', ['coatnet_0_rw_224', 'coatnet_0_224',
+                                  pytest.param('coatnet_1_rw_224', marks=pytest.mark.slow),
+                                  pytest.param('coatnet_rmlp_1_rw_224', marks=pytest.mark.slow),
                                   pytest.param('coatnet_2_224', marks=pytest.mark.slow)])
 def test_parameter_count_equals_timm(name):
     assert count_params(zoo.create_classifier(name)) == count_params(timm.create_model(name))
 
 
+@pytest.mark.slow
 def test_coatnet_0_rw_size_and_cost_are_the_published_ones():
     ours = zoo.create_classifier('coatnet_0_rw_224').eval()
     ref = timm.create_model('coatnet_0_rw_224').eval()

@@ -27,6 +27,7 @@ def test_identity_check_names_every_differing_key_outside_the_backbone():
         compare.check_only_backbones_differ(different)
 
 
+@pytest.mark.slow
 def test_compare_writes_one_row_per_backbone_and_reuses_finished_runs(tmp_path):
     specs = ['vit_tiny_patch16_224:{"depth": 4, "patch_size": 8, "img_size": (96, 128)}',
              'cvt_13_224:{"depths": (1, 1, 1), "out_indices": (0, 1, 2, 2)}']

@@ -110,6 +110,7 @@ def test_a_budget_shorter_than_the_warm_up_keeps_a_schedule_mmengine_can_build()
         kind(optimizer, **{k: v for k, v in scheduler.items() if k != 'type'})
 
 
+@pytest.mark.slow
 def test_seeds_give_intervals_and_pairs_and_rerun_only_missing_runs(tmp_path):
     specs = ['vit_tiny_patch16_224:{"depth": 4, "patch_size": 8, "img_size": (96, 128)}',
              'cvt_13_224:{"depths": (1, 1, 1), "out_indices": (0, 1, 2, 2)}']

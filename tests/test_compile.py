@@ -19,6 +19,7 @@ def tiny_model():
     return MODELS.build(cfg.model).eval()
 
 
+@pytest.mark.slow
 def test_compiled_backbone_and_neck_give_eager_outputs_at_two_sizes():
     eager, compiled = tiny_model(), tiny_model()
     compiled.load_state_dict(eager.state_dict())

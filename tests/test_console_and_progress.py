@@ -43,6 +43,7 @@ def test_eta_is_the_recent_mean_times_what_is_left_plus_validations():
     assert eta.seconds_left(99) == pytest.approx(2.0 + 7.0) and eta.seconds_left(100) == 0
 
 
+@pytest.mark.slow
 def test_the_console_shows_summary_progress_and_results_and_the_log_file_the_rest(tmp_path):
     args = ['tools/train.py', 'configs/quickstart.py', '--work-dir', str(tmp_path), '--cfg-options',
             'train_cfg.max_iters=12', 'train_cfg.val_interval=12', 'val_dataloader.dataset.num_samples=8',

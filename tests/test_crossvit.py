@@ -12,7 +12,8 @@ from .reference import save_safetensors, timm_reference
 timm = pytest.importorskip('timm')
 
 
-@pytest.mark.parametrize('name', ['crossvit_small_240', 'crossvit_9_240', 'crossvit_9_dagger_240',
+@pytest.mark.parametrize('name', [pytest.param('crossvit_small_240', marks=pytest.mark.slow),
+                                  'crossvit_9_240', 'crossvit_9_dagger_240',
                                   'crossvit_tiny_240'])
 def test_logits_match_timm_at_240(name, tmp_path):
     torch.manual_seed(0)
@@ -84,6 +85,7 @@ def test_dense_backbone_trains_both_branches():
         assert backbone.blocks[1].fusion[i].attn.qkv.q.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_crossvit_small_size_and_cost_are_the_published_ones():
     ours = zoo.create_classifier('crossvit_small_240').eval()
     ref = timm.create_model('crossvit_small_240').eval()
@@ -95,7 +97,9 @@ def test_crossvit_small_size_and_cost_are_the_published_ones():
     assert abs(macs / 1e9 - 5.63) / 5.63 < 0.01
 
 
-@pytest.mark.parametrize('name', ['crossvit_tiny_240', 'crossvit_base_240', 'crossvit_15_240', 'crossvit_18_240',
-                                  'crossvit_15_dagger_240', 'crossvit_18_dagger_240', 'crossvit_15_dagger_408'])
+@pytest.mark.parametrize('name', ['crossvit_tiny_240', pytest.param('crossvit_base_240', marks=pytest.mark.slow),
+                                  'crossvit_15_240', 'crossvit_18_240', 'crossvit_15_dagger_240',
+                                  pytest.param('crossvit_18_dagger_240', marks=pytest.mark.slow),
+                                  'crossvit_15_dagger_408'])
 def test_parameter_count_equals_timm(name):
     assert count_params(zoo.create_classifier(name)) == count_params(timm.create_model(name))

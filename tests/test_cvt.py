@@ -38,6 +38,7 @@ def ours_kwargs(config: dict) -> dict:
                 depths=tuple(config['depth']))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name,config', [
     ('cvt_13_224', HF_SIZES['13']),
     pytest.param('cvt_21_224', HF_SIZES['21'], marks=pytest.mark.slow),  # ~30 s on 2 cores
@@ -98,6 +99,7 @@ def test_official_layout_is_detected_and_loads():
     assert len(backbone(x)) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name,params_m,gmacs', [('cvt_13_224', 20, 4.5), ('cvt_21_224', 32, 7.1)])
 def test_params_and_macs_match_published_figures(name, params_m, gmacs):
     model = zoo.create_classifier(name).eval()

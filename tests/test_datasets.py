@@ -202,6 +202,7 @@ def test_three_channel_label_file_through_a_dataset(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------- synthetic
+@pytest.mark.slow
 def test_synthetic_scenes_are_deterministic_and_consistent():
     first, again = SyntheticScenes(num_samples=8, seed=0), SyntheticScenes(num_samples=8, seed=0)
     other = SyntheticScenes(num_samples=8, seed=1)
@@ -220,6 +221,7 @@ def test_synthetic_scenes_are_deterministic_and_consistent():
     assert not np.array_equal(first.get_data_info(0)['img'], first.get_data_info(1)['img'])
 
 
+@pytest.mark.slow
 def test_synthetic_ground_depth_grows_toward_the_horizon():
     info = SyntheticScenes(num_samples=1, seed=3).get_data_info(0)
     labels, depth = info['gt_seg_map'], info['gt_depth']
@@ -232,6 +234,7 @@ def test_synthetic_ground_depth_grows_toward_the_horizon():
         assert np.unique(depth[labels == kind]).size <= 3
 
 
+@pytest.mark.slow
 def test_synthetic_scenes_from_the_registry_with_a_pipeline():
     dataset = DATASETS.build(dict(type='SyntheticScenes', num_samples=4, size=(48, 64), seed=7, lazy_init=True,
                                   pipeline=[dict(type='LoadImage'), dict(type='LoadAnnotations', depth=True),

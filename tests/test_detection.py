@@ -98,7 +98,7 @@ def test_views_name_levels_for_each_framework():
     assert ZooMMDetBackbone('cvt_13_224', pyramid=True, out_channels=8, depths=(1, 1, 1)).out_channels == [8] * 4
 
 
-@pytest.mark.parametrize('kind', ['fasterrcnn', 'maskrcnn'])
+@pytest.mark.parametrize('kind', ['fasterrcnn', pytest.param('maskrcnn', marks=pytest.mark.slow)])
 @pytest.mark.parametrize('name', ['vit_tiny_patch16_224', 'cvt_13_224'])
 def test_torchvision_detectors_train_and_detect(kind, name):
     torch.manual_seed(0)

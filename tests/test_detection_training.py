@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 import make_camvid_detection  # noqa: E402
 import train as train_tool  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here trains (the fast lane: -m "not slow")
+
 ITERS = 300  # about 3 minutes on 2 cores, the learning rate decaying to 0 at ITERS; validated every ITERS / 3
 
 

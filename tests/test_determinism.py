@@ -83,6 +83,7 @@ class RecordOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+@pytest.mark.slow
 def test_deterministic_training_repeats_to_the_bit(tmp_path, monkeypatch, restore_determinism):
     monkeypatch.chdir(ROOT)
     weights = []

@@ -16,6 +16,7 @@ timm = pytest.importorskip('timm')
 TAPS = (2, 5, 8, 11)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['vit_small_patch14_dinov2', 'vit_small_patch14_reg4_dinov2'])
 def test_features_equal_timm_at_518_and_non_square(name, tmp_path):
     reference = timm_reference(name, dynamic_img_size=True)

@@ -25,11 +25,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from zoo.weights.checksum import checksum_mismatch
 
 from .training_logs import logged
+
+pytestmark = pytest.mark.slow  # every test here trains (the fast lane: -m "not slow")
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERS, PER_RANK, WORLD = 5, 2, 2

@@ -194,6 +194,7 @@ def image() -> np.ndarray:
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('config', CONFIGS)
 def test_config_round_trips_its_own_checkpoint(config, tmp_path):
     start = time.perf_counter()

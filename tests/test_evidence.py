@@ -28,6 +28,7 @@ def test_fraction_keeps_a_seeded_nested_subset():
     assert len(fraction_indices(10, 0.01)) == 1  # never empty
 
 
+@pytest.mark.slow
 def test_dataset_fraction_selects_the_same_samples_and_rejects_bad_values():
     full = SyntheticScenes(num_samples=20, seed=0)
     part = SyntheticScenes(num_samples=20, seed=0, fraction=0.25, fraction_seed=3)
@@ -67,6 +68,7 @@ def test_plan_names_runs_by_arm_fraction_and_seed():
     assert [r.name for r in runs] == ['a/seed3', 'a/seed4']
 
 
+@pytest.mark.slow
 def test_an_interrupted_claim_reruns_only_the_missing_runs(tmp_path, monkeypatch):
     config = tiny(tmp_path)
     claim = evidence.Claim('toy', 'mIoU', {'a': config, 'b': config}, prerequisite=config, needs={'b': 'load_from'})

@@ -3,6 +3,7 @@ write their table and plots; the LoRA exercise finds gradients on the adapter on
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from heads import experiments
@@ -35,6 +36,7 @@ def counted_miou(predictions: np.ndarray, labels: np.ndarray) -> float:
 ITERS, TRAIN, VAL = 16, 16, 8  # a trial: every variant 61-71 mIoU at 64x64 after 16 iterations; majority class 12.8
 
 
+@pytest.mark.slow
 def test_exercises_write_their_table_and_plots(tmp_path):
     results = experiments.run(tmp_path, exercises=('registers', 'lora', 'positions'), iters=ITERS,
                               train_count=TRAIN, val_count=VAL, log=lambda *_: None)

@@ -85,6 +85,7 @@ def test_required_multiple_and_smallest_side():
         assert (required_multiple(model), min_side(model)) == (multiple, smallest), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', list(CASES))
 def test_program_follows_input_size(exported, name):
     model, program = exported(name)
@@ -98,6 +99,7 @@ def test_program_follows_input_size(exported, name):
             torch.testing.assert_close(g, e, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['cvt_pyramid', 'dpt_segmentor'])  # the ViT pyramid's: the CLI test
 def test_onnx_matches_pytorch_at_other_sizes(exported, name, tmp_path):
     model, program = exported(name)
@@ -122,6 +124,7 @@ def test_sizes_that_are_not_multiples_are_refused():
     assert check_size((64, 96), 32) == (64, 96)
 
 
+@pytest.mark.slow
 def test_cli_writes_onnx_and_checks_it(tmp_path, capsys):
     """The ViT pyramid's ONNX export, through the CLI: checked at two sizes other than the traced one."""
     from export_model import main

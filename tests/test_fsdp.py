@@ -91,6 +91,7 @@ def max_diff(a: dict, b: dict) -> float:
     return max((a[k].double() - b[k].double()).abs().max().item() for k in a if a[k].is_floating_point())
 
 
+@pytest.mark.slow
 def test_fsdp_trains_like_ddp(runs):
     tmp = runs
     ddp, fsdp = checkpoint(tmp / 'ddp' / f'iter_{ITERS}.pth'), checkpoint(tmp / 'fsdp' / f'iter_{ITERS}.pth')
@@ -110,6 +111,7 @@ def test_fsdp_trains_like_ddp(runs):
     assert metrics == ddp_metrics and 'mIoU' in metrics  # validated by the sharded model, gathered from both ranks
 
 
+@pytest.mark.slow
 def test_fsdp_checkpoint_has_the_unsharded_format(runs):
     """Same keys, shapes and dtypes as DDP's, model and optimizer: every reader of checkpoints takes it."""
     tmp = runs
@@ -122,6 +124,7 @@ def test_fsdp_checkpoint_has_the_unsharded_format(runs):
            {i: layout(s) for i, s in ddp['optimizer']['state'].items()}
 
 
+@pytest.mark.slow
 def test_fsdp_checkpoint_predicts_in_one_process_as_ddp_s(runs):
     """The FSDP checkpoint into a plain model (Predictor, this project's strict loader): the same label maps
     as DDP's checkpoint, logits within the weights' tolerance."""
@@ -143,6 +146,7 @@ def test_fsdp_checkpoint_predicts_in_one_process_as_ddp_s(runs):
     assert logit_diff <= 10 * TOL
 
 
+@pytest.mark.slow
 def test_fsdp_resume_is_bit_exact(runs):
     tmp = runs
     whole, resumed = checkpoint(tmp / 'fsdp' / f'iter_{ITERS}.pth'), checkpoint(tmp / 'resumed' / f'iter_{ITERS}.pth')
@@ -156,6 +160,7 @@ def test_fsdp_resume_is_bit_exact(runs):
     assert all(resumed_losses[i] == losses[i] for i in resumed_losses) and resumed_metrics == metrics
 
 
+@pytest.mark.slow
 def test_ddp_resumes_from_an_fsdp_checkpoint(runs):
     """The optimizer state FSDP writes is DDP's format: DDP resumed from FSDP's iteration HALF ends where DDP's
     own run does, within the FSDP/DDP tolerance."""
@@ -167,6 +172,7 @@ def test_ddp_resumes_from_an_fsdp_checkpoint(runs):
     assert sorted(logged(tmp / 'ddp_resumed')[0]) == list(range(HALF + 1, ITERS + 1))
 
 
+@pytest.mark.slow
 def test_fsdp_holds_about_half_of_ddp_s_memory_per_process(runs):
     """Rank 0's count of its parameter and AdamW-state bytes (logged by the run) against the formula: each
     tensor's dim 0 cut in chunks of ceil(n / 2), rank 0 taking the first; DDP holds every tensor whole."""
@@ -192,6 +198,7 @@ def test_fsdp_holds_about_half_of_ddp_s_memory_per_process(runs):
     assert ratio <= 0.6
 
 
+@pytest.mark.slow
 def test_fsdp_bf16_parameters_compute_in_bf16_and_keep_fp32_weights(runs):
     """param_dtype=bfloat16 changes the losses by bf16 round-off (not 0: the gathered parameters and activations
     are bf16; not more than ~1e-2 relative after 2 AdamW steps from the same start), and the sharded weights and

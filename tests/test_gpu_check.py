@@ -7,6 +7,7 @@ import math
 import re
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
@@ -44,6 +45,7 @@ def rank0_share(model, processes: int) -> float:
     return held / sum(p.numel() for p in model.parameters())
 
 
+@pytest.mark.slow
 def test_the_cpu_path_runs_every_step(tmp_path):
     out = tmp_path / 'gpu_check.md'
     rows = {r['step']: r for r in tool.main(['--device', 'cpu', '--no-compile', '--out', str(out)])}

@@ -84,6 +84,7 @@ def test_mae_model_loss_matches_its_parts():
     assert pred.shape == (2, 16, 8 * 8 * 3) and (mask.sum(1) == 12).all()
 
 
+@pytest.mark.slow
 def test_short_mae_run_lowers_the_loss_and_its_encoder_fine_tunes_in_dpt(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     camvid = str(shared_data('camvid'))

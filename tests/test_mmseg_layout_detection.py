@@ -51,6 +51,7 @@ def test_a_swin_dpt_checkpoint_is_this_projects_layout_and_loads_exactly(tmp_pat
     assert all(torch.equal(v, state[k]) for k, v in fresh.state_dict().items())
 
 
+@pytest.mark.slow
 def test_load_from_partial_of_a_swin_dpt_checkpoint_keeps_its_head(tmp_path):
     """Before: every key was 'converted' away from the model's names, the partial load kept nothing (exit 0)."""
     from heads.engine import ZooRunner
@@ -109,6 +110,7 @@ def _tensor(shape_seed: int) -> torch.Tensor:
     return torch.full(shape, float(shape_seed % 7), dtype=torch.int64 if shape_seed % 11 == 0 else torch.float32)
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=False,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())

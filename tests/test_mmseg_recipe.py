@@ -543,6 +543,7 @@ def test_mmseg_vit_files_load_as_backbone_weights():
         assert ('patch_embed.proj.bias' in report.dropped) != patch_bias and 'norm.weight' in report.dropped
 
 
+@pytest.mark.slow
 def test_mmseg_recipe_trains_through_the_cli_and_says_its_effective_batch(tmp_path):
     """ADE20K samples (3 validation images, used as training data here) at the recipe's 512 crop, a 4-block
     width-32 ViT: effective batch 2 = 1 image x 2 accumulated iterations, 2 optimizer steps."""

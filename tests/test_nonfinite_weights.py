@@ -22,6 +22,7 @@ def quickstart() -> Config:
     return Config.fromfile(str(ROOT / 'configs' / 'quickstart.py'))
 
 
+@pytest.mark.slow
 def test_test_tool_and_predictor_refuse_non_finite_weights_naming_the_tensor(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     state = heads.MODELS.build(quickstart().model).state_dict()

@@ -13,6 +13,7 @@ from .reference import save_safetensors, timm_reference
 timm = pytest.importorskip('timm')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['pit_s_224', 'pit_s_distilled_224'])
 def test_logits_match_timm_at_224(name, tmp_path):
     torch.manual_seed(0)
@@ -89,6 +90,7 @@ def test_dense_backbone_trains_pool_and_positions():
     assert {'pos_embed.weight', 'prefix.cls'} <= backbone.no_weight_decay()
 
 
+@pytest.mark.slow
 def test_pit_s_size_and_cost_equal_timm_and_the_paper():
     ours = zoo.create_classifier('pit_s_224').eval()
     ref = timm.create_model('pit_s_224').eval().requires_grad_(False)
@@ -100,6 +102,7 @@ def test_pit_s_size_and_cost_equal_timm_and_the_paper():
     assert round(macs / 1e9, 1) == 2.9
 
 
-@pytest.mark.parametrize('name', ['pit_ti_224', 'pit_xs_distilled_224', 'pit_b_224'])
+@pytest.mark.parametrize('name', ['pit_ti_224', 'pit_xs_distilled_224',
+                                  pytest.param('pit_b_224', marks=pytest.mark.slow)])
 def test_parameter_count_equals_timm(name):
     assert count_params(zoo.create_classifier(name)) == count_params(timm.create_model(name))

@@ -40,6 +40,7 @@ def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
     assert 'deit_tiny_patch16_224' in out.read_text()
 
 
+@pytest.mark.slow
 def test_dpt_benchmark_compares_with_transformers():
     pytest.importorskip('transformers')
     import benchmark
@@ -54,6 +55,7 @@ def test_dpt_benchmark_compares_with_transformers():
 TINY_DENSE = ['--backbones', 'vit_tiny_patch16_224:{"depth": 4}']
 
 
+@pytest.mark.slow
 def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path):
     import benchmark
     out = tmp_path / 'dense.md'
@@ -71,6 +73,7 @@ def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path):
     assert 'vit_tiny_patch16_224' in out.read_text()
 
 
+@pytest.mark.slow
 def test_resolution_sweep_writes_table_and_plot(tmp_path):
     import benchmark
     out = tmp_path / 'sweep.md'
@@ -83,6 +86,7 @@ def test_resolution_sweep_writes_table_and_plot(tmp_path):
     assert out.with_suffix('.png').stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_matmul_rate_is_a_positive_measured_figure():
     from heads.benchmark.dense import matmul_gflops
     assert 0 < matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5

@@ -50,6 +50,7 @@ def copy_run(trained: Path, to: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ 2: max_keep_ckpts=1
+@pytest.mark.slow
 def test_a_kill_while_writing_keeps_the_only_older_checkpoint(tmp_path):
     """max_keep_ckpts=1 and a SIGKILL halfway through writing iter_2: iter_1 must still be there (mmengine deletes
     it before writing the new one), and --resume continues from it."""
@@ -65,6 +66,7 @@ def test_a_kill_while_writing_keeps_the_only_older_checkpoint(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 3: load_from must fit
+@pytest.mark.slow
 @pytest.mark.parametrize('change, named', [
     ('model.decode_head.num_classes=5', r'decode_head\.head\.4\.weight \(4, 64, 1, 1\) vs model \(5, 64, 1, 1\)'),
     ('model.backbone.mlp_ratio=2.0', r'backbone\.blocks\.0\.mlp\.fc1\.weight')])
@@ -76,6 +78,7 @@ def test_load_from_a_checkpoint_of_another_model_stops_naming_the_keys(trained, 
     assert not list(run.glob('*.pth'))  # stopped before training
 
 
+@pytest.mark.slow
 def test_load_from_partial_loads_what_fits_when_asked(trained, tmp_path):
     runner = train_tool.main(quick(tmp_path, 1, f"load_from={trained / 'iter_2.pth'}",  # lr 0: the step changes nothing
                                    'model.decode_head.num_classes=5', 'load_from_partial=True',
@@ -87,6 +90,7 @@ def test_load_from_partial_loads_what_fits_when_asked(trained, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 7: URLs are refused
+@pytest.mark.slow
 @pytest.mark.parametrize('option', ['load_from', 'resume'])
 def test_remote_checkpoint_paths_are_refused_not_downloaded(tmp_path, option):
     url = 's3://bucket/run/iter_2.pth'
@@ -138,6 +142,7 @@ def test_files_that_are_not_checkpoints_say_so_and_what_they_are(tmp_path, kind,
     assert 'arbitrary code' not in str(err.value)
 
 
+@pytest.mark.slow
 def test_load_from_a_text_file_says_it_is_not_a_checkpoint(tmp_path):
     path = _write(tmp_path / 'notes.pth', 'text')
     with pytest.raises(NotACheckpointError, match=r'notes\.pth is not a checkpoint: it is text'):
@@ -145,6 +150,7 @@ def test_load_from_a_text_file_says_it_is_not_a_checkpoint(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 9: newest complete
+@pytest.mark.slow
 def test_resume_falls_back_past_a_newest_checkpoint_damaged_in_the_middle(trained, tmp_path):
     work_dir = copy_run(trained, tmp_path / 'run')
     newest = work_dir / 'iter_2.pth'
@@ -170,6 +176,7 @@ def test_resume_takes_a_newer_complete_checkpoint_than_last_checkpoint_names(tra
 
 
 # ------------------------------------------------------------------------------------------ 10: disk full
+@pytest.mark.slow
 def test_disk_full_removes_the_partial_and_says_what_is_kept(tmp_path):
     """The kernel's /dev/full answers every write with ENOSPC: the second checkpoint's .partial points there."""
     if not os.access('/dev/full', os.W_OK):
@@ -184,6 +191,7 @@ def test_disk_full_removes_the_partial_and_says_what_is_kept(tmp_path):
     assert runner.iter == 2 and checksum_mismatch(tmp_path / 'iter_2.pth') is None
 
 
+@pytest.mark.slow
 def test_the_time_spent_writing_a_checkpoint_is_not_counted_as_the_next_iteration(tmp_path):
     """mmengine 0.10 never calls ``after_save_checkpoint``, where EtaTimerHook restarts its clock: a slow checkpoint
     write (here a hook that takes 2 s before each save) was counted as the next iteration's time (as its wait for

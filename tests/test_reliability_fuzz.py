@@ -310,21 +310,26 @@ def fuzz(reader: str, function, **fixtures) -> None:
     assert COUNTS[reader] - before >= 0.9 * EXAMPLES[reader], (reader, COUNTS[reader] - before)
 
 
+@pytest.mark.slow
 def test_checkpoint_reader(workdir):
     fuzz('checkpoint files', _checkpoint_reader, workdir=workdir)
 
 
+@pytest.mark.slow
 def test_safetensors_header_reader(workdir):
     fuzz('safetensors headers', _safetensors_header_reader, workdir=workdir)
 
 
+@pytest.mark.slow
 def test_hf_config_reader_never_lets_code_into_the_written_config(workdir):
     fuzz('HF config.json', _hf_config_reader, workdir=workdir)
 
 
+@pytest.mark.slow
 def test_image_and_label_map_readers(workdir):
     fuzz('images and label maps', _image_and_label_map_readers, workdir=workdir)
 
 
+@pytest.mark.slow
 def test_feature_store_index_reader(exported, workdir):  # noqa: F811  (exported: the imported fixture)
     fuzz('feature-store index', _feature_store_index_reader, exported=exported, workdir=workdir)

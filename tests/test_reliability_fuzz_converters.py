@@ -170,12 +170,14 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp('fuzz_sizes')
 
 
+@pytest.mark.slow
 def test_converters_meet_damaged_state_dicts_with_checkpoint_errors():
     _converters()
     assert COUNTS['converters'] >= 0.9 * EXAMPLES['converters']
     assert OUTCOMES['converters', 'refused'] and OUTCOMES['converters', 'read']  # both outcomes were exercised
 
 
+@pytest.mark.slow
 def test_config_json_sizes_are_read_within_the_bound_or_refused(workdir):
     _config_sizes(workdir=workdir)
     assert COUNTS['config.json sizes'] >= 0.9 * EXAMPLES['config.json sizes']

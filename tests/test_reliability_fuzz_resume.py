@@ -88,6 +88,7 @@ def _rng_state_reader(state, meta):
         COUNTS[reader, 'warned'] += 1
 
 
+@pytest.mark.slow
 def test_rng_state_hook_reads_any_checkpoint_meta_without_a_raw_exception():
     saved = torch.get_rng_state()
     try:

@@ -15,6 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mmengine.optim import AmpOptimWrapper, build_optim_wrapper
+from mmengine.registry import DefaultScope
 from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
@@ -73,6 +74,7 @@ def test_adapters_load_with_the_alpha_they_were_trained_with(tmp_path, caplog):
         load_adapters(fresh(base), path, alpha=8)
 
 
+@pytest.mark.slow
 def test_a_task_models_adapter_file_records_its_alpha_and_old_files_need_it_given(tmp_path):
     """The run's hook saves the task model, whose backbone holds the LoRA options: they are in the file."""
     from heads.registry import MODELS
@@ -215,6 +217,7 @@ def fail_nth_adapter_write(monkeypatch, nth: int) -> None:
     monkeypatch.setattr(builtins, 'open', faulty_open)
 
 
+@pytest.mark.slow
 def test_a_failed_adapter_write_keeps_the_previous_file_whole(tmp_path, monkeypatch):
     """A real LoRA run; the adapter file's second write (with iter_2's checkpoint) fails half-way at the file
     layer, as a full disk does: the run stops as on a full disk, the file of iter 1 is whole, no partial is left."""
@@ -248,9 +251,12 @@ def test_save_adapters_called_directly_keeps_the_previous_file_when_a_write_fail
 
 # ------------------------------------------------------------------------------------- item 8: fp16 loss scale
 def built_wrapper(dtype):
+    """Built in scope ``heads``, as a Runner of a config (``default_scope = 'heads'``) builds it: without the scope
+    the name is found only when an earlier test in this process left that scope current."""
     model = nn.Linear(8, 8)
-    return model, build_optim_wrapper(model, dict(type='AutocastOptimWrapper', dtype=dtype,
-                                                  optimizer=dict(type='SGD', lr=1e6)))
+    with DefaultScope.overwrite_default_scope('heads'):
+        return model, build_optim_wrapper(model, dict(type='AutocastOptimWrapper', dtype=dtype,
+                                                      optimizer=dict(type='SGD', lr=1e6)))
 
 
 def test_fp16_autocast_scales_its_loss_and_bf16_does_not():
@@ -319,6 +325,7 @@ def adapter_files(draw):
     return data
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, **FUZZ)
 @given(data=adapter_files())
 def test_fuzz_adapter_files_are_loaded_or_refused_and_nothing_is_lost(tmp_path_factory, data):

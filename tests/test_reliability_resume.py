@@ -58,6 +58,7 @@ def meta_iter(path: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------ 1: custom names
+@pytest.mark.slow
 def test_resume_with_a_custom_template_and_an_empty_last_checkpoint_continues(trained_custom, tmp_path):
     """A kill while mmengine rewrote last_checkpoint leaves it empty: the run's own ckpt_N.pth files are found,
     the newest complete one is resumed (before: iteration 0, ckpt_1.. written over)."""
@@ -71,6 +72,7 @@ def test_resume_with_a_custom_template_and_an_empty_last_checkpoint_continues(tr
     assert meta_iter(work_dir / 'ckpt_4.pth') == 4
 
 
+@pytest.mark.slow
 def test_resume_falls_back_past_a_damaged_newest_custom_checkpoint_and_keeps_it(trained_custom, tmp_path):
     """ckpt_3 damaged in the middle, last_checkpoint empty: resumed from ckpt_2; ckpt_3 moved aside to
     ckpt_3.pth.damaged with its sidecar, named in the log, and not overwritten when the run writes ckpt_3 again."""
@@ -95,6 +97,7 @@ def test_a_differently_named_newest_checkpoint_is_found_by_its_recorded_iteratio
     assert latest_complete_checkpoint(work_dir) == work_dir / 'backup.pth'
 
 
+@pytest.mark.slow
 def test_resume_with_checkpoints_but_none_complete_stops_and_changes_nothing(trained_custom, tmp_path):
     """Every ckpt_N.pth empty or damaged: stop listing them (before: trained from 0 over them)."""
     work_dir = copy_run(trained_custom, tmp_path / 'run')
@@ -110,6 +113,7 @@ def test_resume_with_checkpoints_but_none_complete_stops_and_changes_nothing(tra
     assert kept_files(work_dir) == before
 
 
+@pytest.mark.slow
 def test_resume_in_an_empty_work_dir_starts_from_the_beginning(tmp_path):
     runner = train_tool.main(custom(tmp_path, 1) + ['--resume'])
     assert runner.iter == 1 and 'training from the start' in log_of(tmp_path)
@@ -186,6 +190,7 @@ def edited_checkpoint(trained_custom: Path, to: Path, edit) -> Path:
     return to / 'ckpt_2.pth'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('edit, said', [
     (lambda s: s.pop('cpu'), r"torch_rng_state has no 'cpu'"),
     (lambda s: s.update(cpu=[1, 2, 3]), r"torch_rng_state\['cpu'\] must be a 1-D torch\.uint8 tensor, got list"),
@@ -199,6 +204,7 @@ def test_a_malformed_rng_state_is_an_error_naming_the_checkpoint_and_the_key(tra
         train_tool.main(custom(tmp_path / 'run', 3) + ['--resume', str(path)])
 
 
+@pytest.mark.slow
 def test_a_malformed_kernel_choice_is_a_warning_and_the_kernels_are_timed_afresh(trained_custom, tmp_path):
     """A speed matter only: the run resumes, says so naming the checkpoint, and pins nothing (before: ValueError)."""
     path = edited_checkpoint(trained_custom, tmp_path / 'run', lambda s: s.update(conv_weight_grad='fastest'))
@@ -209,6 +215,7 @@ def test_a_malformed_kernel_choice_is_a_warning_and_the_kernels_are_timed_afresh
 
 
 # ------------------------------------------------------------------------------------------ 6: FSDP optimizer state
+@pytest.mark.slow
 def test_an_fsdp_resume_whose_optimizer_state_does_not_fit_names_the_checkpoint(trained_custom, tmp_path):
     """The states of two parameters swapped (as another optimizer configuration orders them): before, the full
     tensors that fit no shard were left whole and the first step failed with "mixed torch.Tensor and DTensor".

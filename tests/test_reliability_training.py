@@ -62,6 +62,7 @@ param_scheduler = [dict(type='MultiStepLR', by_epoch=False, milestones=[4], gamm
 """
 
 
+@pytest.mark.slow
 def test_divergence_names_a_checkpoint_saved_before_the_loss_spiked(tmp_path):
     config = tmp_path / 'spike.py'
     config.write_text(SPIKE_CONFIG.format(root=ROOT))
@@ -82,6 +83,7 @@ def test_divergence_names_a_checkpoint_saved_before_the_loss_spiked(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ 14: more classes
+@pytest.mark.slow
 def test_more_model_classes_than_dataset_classes_is_said_once(tmp_path):
     runner = train_tool.main(options(tmp_path, 'model.decode_head.num_classes=6', 'train_cfg.max_iters=2',
                                      'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=2',

@@ -9,6 +9,8 @@ import torch
 
 from .training_logs import logged
 
+pytestmark = pytest.mark.slow  # every test here trains (the fast lane: -m "not slow")
+
 ROOT = Path(__file__).resolve().parents[1]
 ITERS, EVERY = 12, 4
 

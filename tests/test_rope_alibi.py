@@ -18,6 +18,7 @@ ROPE_NAMES = ['vit_small_patch16_rope_224', 'vit_small_patch16_rope_mixed_224', 
               'vit_medium_patch16_rope_reg1_gap_256']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ROPE_NAMES)
 def test_rope_vit_logits_match_timm_at_native_and_non_square_size(name, tmp_path):
     pytest.importorskip('timm')
@@ -32,6 +33,7 @@ def test_rope_vit_logits_match_timm_at_native_and_non_square_size(name, tmp_path
             assert diff <= 1e-4, f"{name} at {hw}: max abs diff {diff}"
 
 
+@pytest.mark.slow
 def test_rope_backbone_taps_match_timm_intermediates(tmp_path):
     pytest.importorskip('timm')
     torch.manual_seed(0)

@@ -28,6 +28,7 @@ def logs(folder: Path) -> list[Path]:
                                                                               for d in p.parts))
 
 
+@pytest.mark.slow
 def test_compare_seeds_never_average_runs_of_other_iterations(tmp_path):
     config, out = tiny(tmp_path), tmp_path / 'out'
     first = compare_tool.main(compare_argv(config, out, 'train_cfg.max_iters=1'))[0]
@@ -75,6 +76,7 @@ def claim_runs(claim, load, work: Path, **options) -> list[str]:
     return sorted(str(p.relative_to(work).parents[2]) for p in set(logs(work)) - before)
 
 
+@pytest.mark.slow
 def test_evidence_reruns_what_other_options_made_and_keeps_the_rest(tmp_path):
     config = tiny(tmp_path)
     claim = evidence.Claim('toy', 'mIoU', {'a': config, 'b': config}, prerequisite=config, needs={'b': 'load_from'})
@@ -102,6 +104,7 @@ def constant_lr(path: str, lr: float) -> Config:
     return cfg
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('damage', ['truncated', 'empty'])
 def test_a_damaged_result_or_log_is_named_and_its_run_redone(tmp_path, damage):
     config = tiny(tmp_path)

@@ -44,6 +44,7 @@ def max_diff(a, b) -> float:
     return (a - b).abs().max().item()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name,native,larger,params_m,gmacs', [
     ('swin_tiny_patch4_window7_224', 224, (256, 320), 28.29, 4.5),   # published 28.3 M, 4.5 G
     ('swinv2_tiny_window8_256', 256, (288, 352), 28.35, None),        # published 28.3 M
@@ -65,6 +66,7 @@ def test_tiny_logits_params_and_macs_equal_timm(name, native, larger, params_m, 
         assert ours_macs / 1e9 == pytest.approx(gmacs, rel=0.02)
 
 
+@pytest.mark.slow
 def test_swin_base_window12_384_logits_equal_timm(tmp_path):
     name = 'swin_base_patch4_window12_384'
     ref, path = reference(name, tmp_path / 'w.safetensors')
@@ -75,6 +77,7 @@ def test_swin_base_window12_384_logits_equal_timm(tmp_path):
         assert max_diff(ours(x), ref(x)) <= 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['swin_tiny_patch4_window7_224', 'swinv2_tiny_window8_256'])
 def test_backbone_maps_equal_timm_intermediates_and_carry_one_norm_each(name, tmp_path):
     ref, path = reference(name, tmp_path / 'w.safetensors', **SHALLOW)
@@ -107,6 +110,7 @@ def test_windows_larger_than_the_map_shrink_as_timm_built_for_that_size(name, tm
     assert fit_window((5, 20), (7, 7), (3, 3)) == ((5, 7), (0, 3))
 
 
+@pytest.mark.slow
 def test_any_size_pads_the_image_and_the_maps_are_ceil_strided_and_finite(tmp_path):
     name = 'swin_tiny_patch4_window7_224'
     ref, path = reference(name, tmp_path / 'w.safetensors', **SHALLOW)
@@ -135,6 +139,7 @@ def official_layout(state: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['swin_tiny_patch4_window7_224', 'swinv2_tiny_window8_256'])
 def test_official_layout_loads_and_classifier_checkpoints_load_into_the_backbone(name, tmp_path):
     from safetensors.torch import save_file

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 import test as test_tool  # noqa: E402
 import train as train_tool  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here trains (the fast lane: -m "not slow")
+
 
 def quick(tmp_path, iters, *extra):
     """The quickstart config, shortened."""

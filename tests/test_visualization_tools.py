@@ -129,6 +129,7 @@ def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch
     assert np.array_equal(picture[:22], strip)
 
 
+@pytest.mark.slow
 def test_attention_tool_reads_a_trained_config_checkpoint(trained_quickstart, tmp_path):
     config, checkpoint, image = trained_quickstart
     picture = visualize_attention.main([config, str(image), '--checkpoint', str(checkpoint), '--size', '96',
@@ -209,6 +210,7 @@ def test_plot_logs_shows_what_mmengine_logged(trained_quickstart, tmp_path):
     assert len(list(work_dir.glob('*/vis_data/vis_image/val_predictions_*.png'))) == 2
 
 
+@pytest.mark.slow
 def test_browse_dataset_draws_what_the_pipeline_packs(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     picture = browse_dataset.main(['configs/quickstart.py', '--split', 'val', '--num', '2',

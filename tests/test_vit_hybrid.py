@@ -13,6 +13,7 @@ timm = pytest.importorskip('timm')
 SMALL = dict(img_size=64, embed_dim=64, depth=3, num_heads=2)  # the full R50 stem (3, 4, 9), a small ViT
 
 
+@pytest.mark.slow
 def test_classifier_and_taps_equal_timm(tmp_path):
     ref = timm_reference('vit_base_r50_s16_224', num_classes=7, dynamic_img_size=True, **SMALL)
     weights = save_safetensors(ref, tmp_path / 'w.safetensors')

@@ -34,7 +34,7 @@ def test_logits_match_timm_at_native_and_larger_non_square_size(name, tmp_path):
 
 
 @pytest.mark.parametrize('name', ['vit_small_patch16_224', 'deit_small_distilled_patch16_224',
-                                  'vit_base_patch16_reg4_gap_256'])
+                                  pytest.param('vit_base_patch16_reg4_gap_256', marks=pytest.mark.slow)])
 def test_dense_features_match_timm_intermediates(name, tmp_path):
     ref = timm_reference(name, dynamic_img_size=True)
     backbone = zoo.create_backbone(name, pretrained=save_safetensors(ref, tmp_path / 'w.safetensors')).eval()
