@@ -191,3 +191,45 @@ def _saved(checkpoint: dict):
     torch.save(checkpoint, buffer)
     buffer.seek(0)
     return buffer
+
+
+def _agree_on_the_kernel(rank: int, port: int, out) -> None:
+    """One process of a two-process gloo group: its timing goes its own way (rank 0: the GEMMs win, rank 1: oneDNN),
+    then RngStateHook.before_train runs as at the start of a distributed run."""
+    import os
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+
+    from heads.engine.rng_state import RngStateHook
+    os.environ.pop('ZOO_CONV_WEIGHT_GRAD', None)
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=2)
+    conv_grad.shift_gemm_speedup = lambda: 3.0 if rank == 0 else 0.5
+    before = conv_grad.choice()
+    hook = RngStateHook()
+    hook.before_train(SimpleNamespace(model=nn.Conv2d(4, 4, 3)))
+    during = conv_grad.choice()
+    hook.after_run(None)
+    out.put((rank, before, during, conv_grad.choice()))
+    dist.destroy_process_group()
+
+
+def test_the_processes_of_a_distributed_cpu_run_take_rank_0s_kernel_choice():
+    """Each process would time the kernels itself and could choose the other one near the margin: the gradients
+    then sum differently per rank, and a resume (which restores rank 0's recorded choice everywhere) stops being bit
+    for bit. RngStateHook.before_train makes every process take rank 0's choice for the run."""
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    context = mp.get_context('spawn')
+    out = context.Queue()
+    processes = [context.Process(target=_agree_on_the_kernel, args=(rank, port, out)) for rank in range(2)]
+    for p in processes:
+        p.start()
+    results = sorted(out.get(timeout=120) for _ in processes)
+    for p in processes:
+        p.join(timeout=60)
+    assert results == [(0, 'gemm', 'gemm', 'gemm'), (1, 'onednn', 'gemm', 'onednn')]

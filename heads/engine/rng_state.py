@@ -5,7 +5,9 @@ pipeline's numpy draws repeat with it), but the torch generator that the model d
 hook stores the torch (CPU and CUDA) generator states with each checkpoint and puts them back right before
 the first iteration after a resume, after mmengine's replay of the data. With them it stores the process's
 timed kernel choice (:func:`zoo.runtime.conv_grad.choice`), which the resumed process then takes instead of timing
-again: a timing near its margin could choose the other kernel, whose sums round differently.
+again: a timing near its margin could choose the other kernel, whose sums round differently. For the same reason
+the processes of a distributed CPU run all take rank 0's choice (each would otherwise time its own, and a
+checkpoint records rank 0's only).
 
 What a resume reads is checked before anything is set: a malformed generator state (not the dict this hook
 writes, a missing key, a tensor of another type or size) is a :class:`RngStateError` naming the checkpoint and
@@ -15,7 +17,9 @@ kernels are timed afresh. A checkpoint loaded to start a new run (``load_from``)
 from __future__ import annotations
 
 import torch
+from mmengine.dist import broadcast_object_list, get_rank, get_world_size
 from mmengine.hooks import Hook
+from mmengine.model import is_model_wrapper
 
 from zoo.runtime import conv_grad
 from zoo.weights import CheckpointError
@@ -94,6 +98,17 @@ class RngStateHook(Hook):
         checkpoint[KEY] = {'cpu': torch.get_rng_state(),
                            'cuda': torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
                            KERNEL_KEY: conv_grad.decided()}
+
+    def before_train(self, runner) -> None:
+        """Distributed training on CPU: every process takes rank 0's kernel choice for the run (a resumed run's
+        recorded choice, read by every process from the same file, still replaces it at the first iteration)."""
+        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        if get_world_size() < 2 or any(p.device.type != 'cpu' for p in model.parameters()):
+            return
+        agreed = [conv_grad.choice() if get_rank() == 0 else None]  # rank 0 alone times the kernels
+        broadcast_object_list(agreed)
+        conv_grad.pin(agreed[0])
+        self._pinned = True
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if KEY in checkpoint:
