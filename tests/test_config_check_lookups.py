@@ -4,7 +4,7 @@ raises on import) is reported with its cause, not taken for an unregistered name
 import pytest
 
 import heads  # noqa: F401  (registers the components)
-from heads.engine.config_check import ConfigKeyError, ConfigTypeError, check_config_keys
+from heads.engine.config.check import ConfigKeyError, ConfigTypeError, check_config_keys
 
 
 def segmentor(**backbone) -> dict:

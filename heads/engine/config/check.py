@@ -14,7 +14,7 @@ from mmengine.registry import Registry
 from zoo.option_types import accepted_options, wrong_types
 from zoo.registry import UnknownModelError, get_variant
 
-from .. import registry as our_registries
+from ... import registry as our_registries
 
 #: Keys that mmengine's builders take out of a component's dict before calling the class.
 CONSUMED_BY_BUILDERS = frozenset({'type', '_scope_', 'priority', 'constructor', 'paramwise_cfg'})
