@@ -11,6 +11,7 @@ import mmengine.registry as mmengine_registries
 from mmengine.hooks import CheckpointHook
 from mmengine.registry import Registry
 
+from zoo.factory import create_backbone
 from zoo.option_types import accepted_options, wrong_types
 from zoo.registry import UnknownModelError, get_variant
 
@@ -21,9 +22,11 @@ CONSUMED_BY_BUILDERS = frozenset({'type', '_scope_', 'priority', 'constructor', 
 #: Classes whose ``**kwargs`` go somewhere known rather than to their base, with the keys accepted there.
 #: CheckpointHook hands them to ``Runner.save_checkpoint``, whose every argument it already passes itself.
 KWARGS_ACCEPTED = {CheckpointHook: frozenset()}
-#: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (the rest go to the class).
+#: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (its named parameters, read
+#: from its signature; the rest, its ``**overrides``, go to the backbone class).
 BACKBONE_TYPES = ('ZooBackbone', 'heads.ZooBackbone')
-FACTORY_KEYS = frozenset({'name', 'pretrained', 'out_indices', 'grad_checkpointing', 'lora'})
+FACTORY_KEYS = frozenset(p.name for p in inspect.signature(create_backbone).parameters.values()
+                         if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
 
 
 class ConfigKeyError(TypeError):
