@@ -48,3 +48,19 @@ def test_the_factory_keys_are_create_backbone_s_named_parameters():
     assert {'name', 'pretrained', 'out_indices', 'grad_checkpointing', 'lora'} <= FACTORY_KEYS
     check_config_keys(segmentor(name='vit_tiny_patch16_224', out_indices=[0, 1], grad_checkpointing=True,
                                 lora=dict(rank=4)))
+
+
+def test_backbone_options_have_one_check_that_the_config_check_and_the_factory_report():
+    from zoo.option_types import OptionTypeError
+    from zoo.registry import get_variant
+    problems = get_variant('vit_tiny_patch16_224').option_problems('backbone', {'depth': 'two', 'colour': 1})
+    assert problems.owner == 'vit_tiny_patch16_224 (ViTBackbone)' and problems.unknown == ['colour']
+    assert problems.wrong == [('depth', "expects int, got 'two' (str)")]
+    with pytest.raises(ConfigTypeError, match=r"config key model\.backbone\.depth: vit_tiny_patch16_224 "
+                                              r"\(ViTBackbone\) expects int, got 'two' \(str\)"):
+        check_config_keys(segmentor(name='vit_tiny_patch16_224', depth='two'))
+    check_config_keys(segmentor(name='vit_tiny_patch16_224', colour=1))  # key names: left to the factory
+    with pytest.raises(TypeError, match=r"vit_tiny_patch16_224 \(ViTBackbone\) does not accept \['colour'\]"):
+        zoo.create_backbone('vit_tiny_patch16_224', colour=1)
+    with pytest.raises(OptionTypeError, match=r"vit_tiny_patch16_224 \(ViTBackbone\): option depth expects int"):
+        zoo.create_backbone('vit_tiny_patch16_224', depth='two')
