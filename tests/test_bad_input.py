@@ -10,7 +10,7 @@ from mmengine.dataset import pseudo_collate
 
 from heads.datasets import CamVidDataset
 from heads.engine import DivergedError
-from heads.engine.config_check import ConfigKeyError
+from heads.engine.config.check import ConfigKeyError
 from heads.io.images import read_rgb
 from heads.models import DensePreprocessor
 from heads.registry import TRANSFORMS

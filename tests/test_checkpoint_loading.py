@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from heads.engine.resume_search import NoCompleteCheckpointError
+from heads.engine.checkpoints.resume_search import NoCompleteCheckpointError
 from zoo.weights.io import CheckpointError, UnsafeCheckpointError
 
 ROOT = Path(__file__).resolve().parents[1]

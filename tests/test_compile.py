@@ -1,13 +1,13 @@
-"""--compile (heads/engine/compile.py): torch.compile of the backbone and neck gives eager's outputs at two input
-sizes, keeps the state dict's names, and is switched on by the tools through the runner."""
+"""--compile (heads/engine/switches/compile.py): torch.compile of the backbone and neck gives eager's outputs at two
+input sizes, keeps the state dict's names, and is switched on by the tools through the runner."""
 from pathlib import Path
 
 import pytest
 import torch
 from mmengine.config import Config
 
-from heads.engine.compile import compile_from_config, compile_parts
 from heads.engine.launch import enable_compile
+from heads.engine.switches.compile import compile_from_config, compile_parts
 from heads.registry import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from heads.engine.config_diff import differing_keys
+from heads.engine.config.diff import differing_keys
 
 CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from heads.engine.progress import Eta, early_log_points
+from heads.engine.console.progress import Eta, early_log_points
 
 ROOT = Path(__file__).resolve().parents[1]
 

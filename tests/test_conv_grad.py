@@ -161,7 +161,7 @@ def test_a_resumed_run_takes_the_choice_its_checkpoint_recorded(monkeypatch):
     resume it uses the GEMMs too (RngStateHook records and restores the choice with the generator state)."""
     from types import SimpleNamespace
 
-    from heads.engine.rng_state import RngStateHook
+    from heads.engine.checkpoints.rng_state import RngStateHook
     monkeypatch.setenv('ZOO_CONV_WEIGHT_GRAD', 'gemm')
     monkeypatch.setattr(conv_grad, '_pinned', None)
     conv = shift_gemm_weight_grads(nn.Conv2d(4, 4, 3, padding=1))
@@ -201,7 +201,7 @@ def _agree_on_the_kernel(rank: int, port: int, out) -> None:
 
     import torch.distributed as dist
 
-    from heads.engine.rng_state import RngStateHook
+    from heads.engine.checkpoints.rng_state import RngStateHook
     os.environ.pop('ZOO_CONV_WEIGHT_GRAD', None)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=2)
     conv_grad.shift_gemm_speedup = lambda: 3.0 if rank == 0 else 0.5

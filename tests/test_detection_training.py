@@ -6,7 +6,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from heads.engine.logs import read_scalars
+from heads.engine.console.logs import read_scalars
 
 from .reference import shared_data
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from heads.engine.logs import read_scalars
+from heads.engine.console.logs import read_scalars
 
 from .test_distributed import ROOT, run
 from .training_logs import logged

@@ -117,7 +117,7 @@ def test_bad_lora_options_are_refused_clearly():
 
 
 def test_config_switch_fine_tunes_any_config_with_lora():
-    from heads.engine.config_check import check_config_keys
+    from heads.engine.config.check import check_config_keys
     from heads.registry import MODELS
     cfg = tiny_dpt()
     cfg['backbone'] = {**cfg['backbone'], 'lora': dict(rank=4, alpha=8, targets=['*.attn.qkv', '*.mlp.fc2'])}

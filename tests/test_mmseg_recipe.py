@@ -19,8 +19,8 @@ from mmengine.config import Config
 from mmengine.structures import BaseDataElement, PixelData
 
 import heads
-from heads.engine.config_diff import differing_keys
-from heads.engine.effective_batch import StepParamSchedulerHook, apply_effective_batch
+from heads.engine.config.diff import differing_keys
+from heads.engine.distributed.effective_batch import StepParamSchedulerHook, apply_effective_batch
 from zoo.weights import CheckpointMismatchError
 
 from .reference import shared_data

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import zoo
-from heads.engine.config_check import ConfigKeyError
+from heads.engine.config.check import ConfigKeyError
 from heads.engine.runner import DiskFullError, latest_complete_checkpoint
 from zoo.weights import CheckpointMismatchError, CorruptCheckpointError, NotACheckpointError, RemoteCheckpointError
 from zoo.weights.checksum import checksum_mismatch, sidecar

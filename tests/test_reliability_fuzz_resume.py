@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from heads.engine.rng_state import KEY, RngStateError, RngStateHook
+from heads.engine.checkpoints.rng_state import KEY, RngStateError, RngStateHook
 from zoo.runtime import conv_grad
 from zoo.weights.checksum import checksum_mismatch, sidecar, sidecar_line
 from zoo.weights.io import CheckpointError, read_file

@@ -20,7 +20,7 @@ from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 import zoo
-from heads.engine.autocast import AutocastOptimWrapper
+from heads.engine.switches.autocast import AutocastOptimWrapper
 from heads.models import ImageClassifier
 from zoo.lora import adapter_state_dict, apply_lora, load_adapters, lora_modules, merge_lora, save_adapters
 from zoo.lora_file import NonFiniteAdapterError, read_adapter_file

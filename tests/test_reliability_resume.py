@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from heads.engine.config_values import ConfigValueError
-from heads.engine.resume_search import NoCompleteCheckpointError, latest_complete_checkpoint
-from heads.engine.rng_state import RngStateError
+from heads.engine.checkpoints.resume_search import NoCompleteCheckpointError, latest_complete_checkpoint
+from heads.engine.checkpoints.rng_state import RngStateError
+from heads.engine.config.values import ConfigValueError
 from zoo.weights import CorruptCheckpointError
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import read_file

@@ -6,7 +6,7 @@ import pytest
 
 import zoo
 from heads.engine import DivergedError
-from heads.engine.config_check import ConfigKeyError, ConfigTypeError
+from heads.engine.config.check import ConfigKeyError, ConfigTypeError
 from zoo.option_types import OptionTypeError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -237,7 +237,7 @@ def test_attention_tool_names_a_head_that_does_not_exist():
 
 
 def test_plot_logs_draws_a_loss_term_equal_to_the_total_once_and_keeps_metrics_in_their_range(tmp_path):
-    from heads.engine.logs import metric_bounds
+    from heads.engine.console.logs import metric_bounds
     same = {'loss': {1: 2.0, 2: 1.0}, 'loss_ce': {1: 2.0, 2: 1.0}, 'lr': {1: 0.1, 2: 0.1}}
     assert plot_logs.loss_terms(same) == {'loss': ['loss', 'loss_ce']}
     two = {'loss': {1: 3.0, 2: 2.0}, 'loss_ce': {1: 2.0, 2: 1.0}, 'loss_aux': {1: 1.0, 2: 1.0}}

@@ -1,7 +1,7 @@
 """What mmengine logged in a work dir: per-iteration training losses and the last validation metrics."""
 from pathlib import Path
 
-from heads.engine.logs import last_metrics, read_scalars
+from heads.engine.console.logs import last_metrics, read_scalars
 
 
 def logged(work_dir: Path) -> tuple[dict, dict]:

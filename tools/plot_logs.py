@@ -55,7 +55,7 @@ def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Pat
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from heads.engine.logs import metric_bounds, metric_names
+    from heads.engine.console.logs import metric_bounds, metric_names
     names = metrics or sorted({key for scalars in runs.values() for key in metric_names(scalars)})
     fig, axes = plt.subplots(1, 2 + len(names), figsize=(4.2 * (2 + len(names)), 3.4), squeeze=False)
     loss_ax, lr_ax, *metric_axes = axes[0]
@@ -95,7 +95,7 @@ def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Pat
 
 def main(argv=None) -> dict[str, dict]:
     args = build_parser().parse_args(argv)
-    from heads.engine.logs import read_scalars
+    from heads.engine.console.logs import read_scalars
     runs = {Path(work_dir).name: read_scalars(work_dir) for work_dir in args.work_dirs}
     plot(runs, args.metrics, args.smooth, Path(args.out))
     print(f"{len(runs)} run(s) -> {args.out}")

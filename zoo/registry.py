@@ -1,4 +1,5 @@
-"""Named model variants: which class builds them, with what arguments and preprocessing."""
+"""Named model variants: which class builds them, with what arguments and preprocessing, and the one check of the
+options they are built with (:meth:`Variant.option_problems`, also the config check's)."""
 from __future__ import annotations
 
 import difflib
@@ -14,6 +15,24 @@ HALF_MEAN, HALF_STD = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
 
 
 @dataclass(frozen=True)
+class OptionProblems:
+    """What :meth:`Variant.option_problems` found in the options given to a variant's class."""
+    owner: str  #: the variant and its class as messages name them: 'vit_tiny_patch16_224 (ViTBackbone)'
+    accepted: set[str] | None  #: the options the class takes; None when it hands ``**kwargs`` on elsewhere
+    unknown: list[str]  #: options the class does not take, sorted
+    wrong: list[tuple[str, str]]  #: (option, 'expects X, got V (type)') for values their annotation rules out
+
+    def raise_first(self) -> None:
+        """TypeError for options the class does not take (listing those it does), else :class:`OptionTypeError`
+        for values of the wrong type; nothing when there are neither."""
+        if self.unknown:
+            raise TypeError(f"{self.owner} does not accept {self.unknown}; accepted options: {sorted(self.accepted)}")
+        if self.wrong:
+            reasons = '; '.join(f"option {k} {why}" for k, why in self.wrong)
+            raise OptionTypeError(f"{self.owner}: {reasons}")
+
+
+@dataclass(frozen=True)
 class Variant:
     """A registered model name: its classes ('backbone', 'classifier'), default arguments and input cfg."""
     name: str
@@ -25,19 +44,24 @@ class Variant:
     input_size: tuple[int, int] = (224, 224)
     num_classes: int = 1000
 
+    def arguments(self, kind: str, overrides: dict) -> dict:
+        """What ``kind``'s class is called with: the registered arguments, updated by ``overrides``."""
+        head = {**self.head_kwargs, 'num_classes': self.num_classes} if kind == 'classifier' else {}
+        return {**self.kwargs, **head, **overrides}
+
+    def option_problems(self, kind: str, overrides: dict) -> OptionProblems:
+        """What is wrong with ``overrides`` for ``kind``'s class: the options it does not take, and the values its
+        annotations rule out. The one check of a variant's options: :meth:`build` raises on it, and the config
+        check (:mod:`heads.engine.config.check`) reports the wrong types by config key before anything is built."""
+        cls = self.classes[kind]
+        accepted = accepted_options(cls)
+        unknown = sorted(set(self.arguments(kind, overrides)) - accepted) if accepted is not None else []
+        return OptionProblems(f"{self.name} ({cls.__name__})", accepted, unknown, wrong_types(cls, overrides))
+
     def build(self, kind: str, **overrides) -> nn.Module:
         cls = self.classes[kind]
-        head = {**self.head_kwargs, 'num_classes': self.num_classes} if kind == 'classifier' else {}
-        kwargs = {**self.kwargs, **head, **overrides}
-        accepted = accepted_options(cls)
-        unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
-        if unknown:
-            raise TypeError(f"{self.name} ({cls.__name__}) does not accept {unknown}; "
-                            f"accepted options: {sorted(accepted)}")
-        wrong = wrong_types(cls, overrides)
-        if wrong:
-            reasons = '; '.join(f"option {k} {why}" for k, why in wrong)
-            raise OptionTypeError(f"{self.name} ({cls.__name__}): {reasons}")
+        kwargs = self.arguments(kind, overrides)
+        self.option_problems(kind, overrides).raise_first()
         model = cls(**kwargs)
         model.pretrained_cfg = {'name': self.name, 'mean': self.mean, 'std': self.std, 'input_size': self.input_size,
                                 **({'num_classes': kwargs['num_classes']} if kind == 'classifier' else {})}

@@ -22,8 +22,8 @@ from zoo.profiling import count_macs, count_params, peak_memory
 from zoo.runtime import apply_kernel_policy
 
 from ..engine import ZooRunner
-from ..engine.config_diff import differing_keys
-from ..engine.logs import LogFileError, last_metrics, read_scalars
+from ..engine.config.diff import differing_keys
+from ..engine.console.logs import LogFileError, last_metrics, read_scalars
 from ..registry import MODELS
 from . import runs as run_folder
 from . import stats

@@ -8,7 +8,7 @@ backbone (12 blocks, 384 wide) at ``--size`` (224); ``--steps`` AdamW steps on a
 logits), ``--batch`` images per process (2). Each process reports two figures:
 
 - ``counted``: the bytes of its parameters and optimizer-state tensors (local shards under FSDP, whole tensors
-  under DDP), :func:`heads.engine.fsdp.held_bytes`; gradients are not included;
+  under DDP), :func:`heads.engine.distributed.fsdp.held_bytes`; gradients are not included;
 - ``peak RSS - start``: the growth of its resident memory from before the model is built (after the imports and
   a first build, whose memory is freed) to the end (CPU), or the peak of allocated CUDA memory; this includes
   gradients, activations, DDP's gradient buckets, FSDP's gathered blocks and the whole model every process builds
@@ -50,7 +50,7 @@ def build_model(device: str, size: int):
 def measure(strategy: str, steps: int, size: int, batch: int) -> list[dict]:
     from torch.nn.parallel import DistributedDataParallel
 
-    from heads.engine.fsdp import FullyShardedModel, held_bytes
+    from heads.engine.distributed.fsdp import FullyShardedModel, held_bytes
     cuda = torch.cuda.is_available()
     device = f'cuda:{os.environ.get("LOCAL_RANK", 0)}' if cuda else 'cpu'
     if cuda:

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 from mmengine.config import Config
 
-from .config_check import check_config_keys
+from .config.check import check_config_keys
 
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 #: Hooks every run gets (added when a config does not list them): weights-only-loadable checkpoints, the torch
@@ -45,7 +45,7 @@ def enable_deterministic(cfg: Config) -> None:
 
 
 def enable_compile(cfg: Config) -> None:
-    """torch.compile the backbone and neck when the runner builds the model (heads/engine/compile.py)."""
+    """torch.compile the backbone and neck when the runner builds the model (heads/engine/switches/compile.py)."""
     cfg.compile_parts = dict(parts=['backbone', 'neck'], dynamic=None)
 
 
@@ -78,8 +78,8 @@ def setup_launcher(cfg: Config, launcher: str, strategy: str = 'ddp') -> None:
     by DDP without device_ids (mmengine would call torch.cuda.set_device and pass ``device_ids=[LOCAL_RANK]``,
     both of which fail on CPU). A ``model_wrapper_cfg`` of the config is kept, completed for CPU.
 
-    ``strategy='fsdp'``: the model is sharded over the processes instead (:mod:`heads.engine.fsdp`); options of
-    the wrapper given in the config (``model_wrapper_cfg.param_dtype=bfloat16``, ...) are kept.
+    ``strategy='fsdp'``: the model is sharded over the processes instead (:mod:`heads.engine.distributed.fsdp`);
+    options of the wrapper given in the config (``model_wrapper_cfg.param_dtype=bfloat16``, ...) are kept.
 
     DDP looks for parameters without gradient (``find_unused_parameters``) unless the config says otherwise:
     DPT's deepest fusion block has no skip input, so its first residual unit never takes part in the loss, and

@@ -3,21 +3,21 @@
 - Writes are atomic: a checkpoint is written to ``<name>.partial``, flushed to disk and renamed, then its SHA-256
   is written beside it (``<name>.sha256``), so a kill at any moment leaves either the previous files or the new
   one, never a truncated checkpoint. An old checkpoint (``max_keep_ckpts``, ``save_best``) is deleted only once
-  its successor is complete (:class:`~heads.engine.checkpoint_hook.KeepUntilReplacedCheckpointHook`).
+  its successor is complete (:class:`~heads.engine.checkpoints.checkpoint_hook.KeepUntilReplacedCheckpointHook`).
 - A full disk removes the ``.partial`` and stops with :class:`DiskFullError`, saying which checkpoint is kept.
 - ``--resume`` (no file given) takes the newest complete checkpoint of the work dir, whatever its name (the
   iteration recorded inside orders them; complete: its content matches its checksum, or without one it reads
   whole), falling back past damaged ones, which are moved aside (``NAME.damaged``) so that nothing the run
   writes replaces them; with checkpoint files but none complete it stops, listing them
-  (:mod:`heads.engine.resume_search`). ``.partial`` files left by a kill are removed first.
-- Training refuses ``train_cfg.max_iters`` / ``max_epochs`` below 1 (:mod:`heads.engine.config_values`).
+  (:mod:`heads.engine.checkpoints.resume_search`). ``.partial`` files left by a kill are removed first.
+- Training refuses ``train_cfg.max_iters`` / ``max_epochs`` below 1 (:mod:`heads.engine.config.values`).
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
   ``.safetensors`` weights for ``load_from``.
 - ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`heads.layouts.mmseg`).
 - ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
   keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
-- A sharded model (:class:`~heads.engine.fsdp.FullyShardedModel`, ``--strategy fsdp``) is gathered by every
+- A sharded model (:class:`~heads.engine.distributed.fsdp.FullyShardedModel`, ``--strategy fsdp``) is gathered by every
   process into full tensors that rank 0 writes, in the format of an unsharded run; it initialises itself before
   sharding, and its model and optimizer cut the full tensors they load to their shards.
 """
@@ -40,14 +40,8 @@ from zoo.weights.durable import replace_durably
 from zoo.weights.io import CheckpointError, check_local, read_file, resolve_weight_file
 
 from ..models.task_checkpoint import load_task_checkpoint
-from .checkpoint_hook import KeepUntilReplacedCheckpointHook
-from .class_count import more_classes_message
-from .compile import compile_from_config
-from .config_values import check_train_length
-from .console import show_essentials_on_console
-from .effective_batch import apply_effective_batch, world_size_of
-from .fsdp import OptimizerStateMismatchError, gather_full, is_fully_sharded
-from .resume_search import (
+from .checkpoints.checkpoint_hook import KeepUntilReplacedCheckpointHook
+from .checkpoints.resume_search import (
     DAMAGED_SUFFIX,
     PARTIAL_SUFFIX,
     NoCompleteCheckpointError,
@@ -56,6 +50,12 @@ from .resume_search import (
     move_aside,
     no_complete_message,
 )
+from .config.class_count import more_classes_message
+from .config.values import check_train_length
+from .console.essentials import show_essentials_on_console
+from .distributed.effective_batch import apply_effective_batch, world_size_of
+from .distributed.fsdp import OptimizerStateMismatchError, gather_full, is_fully_sharded
+from .switches.compile import compile_from_config
 
 #: The config switch that lets ``load_from`` load only the tensors that fit the model.
 PARTIAL_SWITCH = 'load_from_partial'
@@ -66,7 +66,8 @@ class DiskFullError(OSError):
 
 
 def is_complete(path: Path) -> bool:
-    """Whether ``path`` is a whole torch checkpoint (see :func:`~heads.engine.resume_search.incomplete_reason`)."""
+    """Whether ``path`` is a whole torch checkpoint (see
+    :func:`~heads.engine.checkpoints.resume_search.incomplete_reason`)."""
     return incomplete_reason(Path(path)) is None
 
 
@@ -86,7 +87,7 @@ class ZooRunner(Runner):
     @classmethod
     def from_cfg(cls, cfg) -> ZooRunner:
         """mmengine's, with the config's ``effective_batch_size`` made up by gradient accumulation on this run's
-        processes (:mod:`heads.engine.effective_batch`), stated in the log."""
+        processes (:mod:`heads.engine.distributed.effective_batch`), stated in the log."""
         cfg = copy.deepcopy(cfg)
         note = apply_effective_batch(cfg, world_size_of(cfg))
         runner = super().from_cfg(cfg)
@@ -102,7 +103,7 @@ class ZooRunner(Runner):
 
     def wrap_model(self, model_wrapper_cfg, model):
         self.logger.info(apply_kernel_policy(model))  # this machine's CPU kernels (zoo.runtime), before compiling
-        compile_from_config(model, self.cfg.get('compile_parts'))  # before DDP wraps it (heads/engine/compile.py)
+        compile_from_config(model, self.cfg.get('compile_parts'))  # before DDP wraps it (switches/compile.py)
         wrapped = super().wrap_model(model_wrapper_cfg, model)
         if is_fully_sharded(wrapped):
             self.logger.info(f"FSDP: the model is sharded over {self.world_size} processes in {wrapped.units} units")

@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from zoo.weights.durable import replace_durably
 
-from ..engine.config_diff import flatten
+from ..engine.config.diff import flatten
 from ..io.images import read_rgb
 from .hashing import weights_hash
 from .preprocess import input_size, preprocess, size_multiple

@@ -37,7 +37,7 @@ from ..core import (
     init_linear,
 )
 from ..registry import HALF_MEAN, HALF_STD, register_variant
-from .common import drop_path_rates, pair, tap_indices
+from .common import drop_path_rates, pair, select_taps
 from .inputs import check_images
 
 HEAD_DIM = 32  # attention head width of every CoAtNet
@@ -308,12 +308,8 @@ class CoAtNetBackbone(CoAtNetEncoder, Backbone):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, (1, 2, 3, 4), len(self.stages) + 1, 'stem (0) or stage')
-        del self.stages[max(taps):]
-        self.out_indices = taps
-        self.out_channels = [self.widths[i] for i in taps]
-        self.out_strides = [self.strides[i] for i in taps]
-        self.input_multiple = self.strides[len(self.stages)]
+        select_taps(self, out_indices, (1, 2, 3, 4), self.stages, self.widths, self.strides, 'stem (0) or stage',
+                    first_level=1)
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         maps = self.forward_stages(x)

@@ -1,4 +1,5 @@
-"""Argument handling shared by the backbone families: image sizes and the levels a backbone taps."""
+"""Argument handling shared by the backbone families: image sizes, and the levels a backbone taps (which ones, and
+the contract attributes that follow from them: :func:`select_taps`)."""
 from __future__ import annotations
 
 
@@ -19,6 +20,22 @@ def tap_indices(out_indices, default, count: int, what: str, distinct: bool = Fa
     if not taps or any(not 0 <= i < count for i in taps) or list(taps) != ordered:
         raise ValueError(f"out_indices must be {'distinct ' if distinct else ''}increasing {what} indices in "
                          f"[0, {count}), got {out_indices}")
+    return taps
+
+
+def select_taps(backbone, out_indices, default, levels, channels, strides, what: str, distinct: bool = False,
+                first_level: int = 0) -> tuple[int, ...]:
+    """Tap ``out_indices`` (or ``default`` when None) of ``backbone``'s levels: checked and normalised by
+    :func:`tap_indices`, the levels past the deepest tap dropped from ``levels`` (the ModuleList running them), and
+    the contract's ``out_indices``, ``out_channels``, ``out_strides`` and ``input_multiple`` (the deepest tap's
+    stride) set from level i's ``channels[i]`` and ``strides[i]``. ``first_level``: the levels before ``levels[0]``
+    that are not in it (CoAtNet's stem, level 0). Returns the taps."""
+    taps = tap_indices(out_indices, default, len(levels) + first_level, what, distinct)
+    del levels[max(taps) + 1 - first_level:]
+    backbone.out_indices = taps
+    backbone.out_channels = [channels[i] for i in taps]
+    backbone.out_strides = [strides[i] for i in taps]
+    backbone.input_multiple = strides[max(taps)]
     return taps
 
 

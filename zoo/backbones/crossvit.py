@@ -31,7 +31,7 @@ from ..core import (
 )
 from ..core.resize import interpolate
 from ..registry import register_variant
-from .common import drop_path_rates, pair, tap_indices
+from .common import drop_path_rates, pair, select_taps
 from .inputs import check_images
 
 
@@ -215,13 +215,9 @@ class CrossViTBackbone(CrossViTEncoder, Backbone):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, (0, 1, 2, 2), len(self.blocks), 'multi-scale block')
-        del self.blocks[max(taps) + 1:]
-        self.out_indices = taps
-        self.out_channels = [sum(self.embed_dims)] * len(taps)
-        stride = self.branches[-1].patch_embed.patch_size
-        self.out_strides = [stride] * len(taps)
-        self.input_multiple = stride
+        levels = len(self.blocks)
+        select_taps(self, out_indices, (0, 1, 2, 2), self.blocks, [sum(self.embed_dims)] * levels,
+                    [self.branches[-1].patch_embed.patch_size] * levels, 'multi-scale block')
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         """Maps 'b (d0 + d1) H/16 W/16' and prefix tokens 'b 1 (d0 + d1)', one per tap."""

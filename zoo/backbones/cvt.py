@@ -22,7 +22,7 @@ from torch import nn
 from ..contract import Backbone, Taps
 from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, activation_layer, init_linear
 from ..registry import register_variant
-from .common import tap_indices
+from .common import select_taps
 from .inputs import check_images
 
 # Conv token embedding of each stage: (kernel, stride, padding).
@@ -130,12 +130,7 @@ class CvTBackbone(CvTEncoder, Backbone):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, (0, 1, 2, 2), len(self.stages), 'stage')
-        del self.stages[max(taps) + 1:]
-        self.out_indices = taps
-        self.out_channels = [self.embed_dims[i] for i in taps]
-        self.out_strides = [self.strides[i] for i in taps]
-        self.input_multiple = self.strides[len(self.stages) - 1]
+        select_taps(self, out_indices, (0, 1, 2, 2), self.stages, self.embed_dims, self.strides, 'stage')
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         maps = [m for m, _ in self.forward_stages(x)]

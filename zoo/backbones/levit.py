@@ -39,7 +39,7 @@ from ..core import (
     activate,
 )
 from ..registry import register_variant
-from .common import pair, tap_indices
+from .common import pair, select_taps
 from .inputs import check_images
 
 LEVIT_ACTIVATIONS = {'hard_swish': nn.Hardswish, 'silu': nn.SiLU}
@@ -215,12 +215,7 @@ class LeViTBackbone(LeViTEncoder, Backbone):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, (0, 0, 1, 2), len(self.stages), 'stage')
-        del self.stages[max(taps) + 1:]
-        self.out_indices = taps
-        self.out_channels = [self.dims[i] for i in taps]
-        self.out_strides = [self.strides[i] for i in taps]
-        self.input_multiple = self.strides[len(self.stages) - 1]
+        select_taps(self, out_indices, (0, 0, 1, 2), self.stages, self.dims, self.strides, 'stage')
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         outputs = self.forward_stages(x)

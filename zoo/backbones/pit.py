@@ -21,7 +21,7 @@ from torch import nn
 from ..contract import Backbone, Taps
 from ..core import Block, LayerNorm6, LearnedPosEmbed, PatchEmbed, PrefixTokens, init_linear
 from ..registry import register_variant
-from .common import drop_path_rates, pair, tap_indices
+from .common import drop_path_rates, pair, select_taps
 from .inputs import check_images
 
 
@@ -165,12 +165,8 @@ class PiTBackbone(PiTEncoder, Backbone):
         if self.patch_size != 2 * self.stride:
             raise ValueError(f"the PiT backbone's strides hold for patch_size == 2 * stride (timm's models), got "
                              f"patch_size {self.patch_size} and stride {self.stride}")
-        taps = tap_indices(out_indices, (0, 0, 1, 2), len(self.stages), 'stage')
-        del self.stages[max(taps) + 1:]
-        self.out_indices = taps
-        self.out_channels = [self.dims[i] for i in taps]
-        self.out_strides = [self.stride * 2 ** i for i in taps]
-        self.input_multiple = self.stride * 2 ** (len(self.stages) - 1)
+        strides = [self.stride * 2 ** i for i in range(len(self.stages))]
+        select_taps(self, out_indices, (0, 0, 1, 2), self.stages, self.dims, strides, 'stage')
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         outputs = self.forward_stages(x)

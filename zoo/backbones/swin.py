@@ -31,7 +31,7 @@ from ..contract import Backbone, Taps
 from ..core import Block, FusedQKV, PatchEmbed, QVBiasQKV, RelPosBias, RelPosMlp, ShiftedWindowAttention, init_linear
 from ..core.similarity import CosineSimilarity
 from ..registry import register_variant
-from .common import drop_path_rates, pair, tap_indices
+from .common import drop_path_rates, pair, select_taps
 from .inputs import check_images
 
 
@@ -190,12 +190,7 @@ class SwinBackbone(SwinEncoder, Backbone):
 
     def __init__(self, out_indices=None, out_norms: bool = True, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, (0, 1, 2, 3), len(self.layers), 'stage')
-        del self.layers[max(taps) + 1:]
-        self.out_indices = taps
-        self.out_channels = [self.dims[i] for i in taps]
-        self.out_strides = [self.strides[i] for i in taps]
-        self.input_multiple = self.strides[len(self.layers) - 1]
+        taps = select_taps(self, out_indices, (0, 1, 2, 3), self.layers, self.dims, self.strides, 'stage')
         self.out_norms = nn.ModuleList(nn.LayerNorm(self.dims[i]) for i in taps) if out_norms else None
 
     def forward_taps(self, x: torch.Tensor) -> Taps:

@@ -18,7 +18,7 @@ from ..core.attention import Attention
 from ..core.qkv import FusedQKV, QVBiasQKV
 from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
-from .common import pair, tap_indices
+from .common import pair, select_taps
 from .inputs import check_images
 
 
@@ -200,12 +200,8 @@ class ViTBackbone(ViTEncoder, Backbone):
 
     def __init__(self, out_indices=None, **kwargs):
         super().__init__(**kwargs)
-        taps = tap_indices(out_indices, default_taps(self.depth), self.depth, 'block', distinct=True)
-        self.out_indices = taps
-        del self.blocks[taps[-1] + 1:]
-        self.out_channels = [self.embed_dim] * len(taps)
-        self.out_strides = [self.patch_size] * len(taps)
-        self.input_multiple = self.patch_size
+        select_taps(self, out_indices, default_taps(self.depth), self.blocks, [self.embed_dim] * self.depth,
+                    [self.patch_size] * self.depth, 'block', distinct=True)
 
     def forward_taps(self, x: torch.Tensor) -> Taps:
         """Maps 'b d h w' and prefix tokens 'b p d' (None without prefix tokens), one per tap."""

@@ -1,7 +1,7 @@
 # mmseg's DPT ViT-B schedule: AdamW 6e-5, no decay on position/CLS/norms, linear warm-up over 1500 iterations
 # from 1e-6 of the rate, then poly decay (power 1) to iteration 160k. The recipe's batch is 16 = 8 processes x 2:
 # on fewer processes gradients are accumulated to 16 and the iteration counts below are optimizer steps
-# (heads/engine/effective_batch.py; the log says how at the start). SyncBN across processes on GPUs.
+# (heads/engine/distributed/effective_batch.py; the log says how at the start). SyncBN across processes on GPUs.
 effective_batch_size = 16
 sync_bn = 'torch'
 optim_wrapper = dict(

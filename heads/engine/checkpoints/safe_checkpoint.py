@@ -12,7 +12,7 @@ import torch
 from mmengine.hooks import Hook
 from mmengine.logging import HistoryBuffer
 
-from ..registry import HOOKS
+from ...registry import HOOKS
 
 _BUFFER = '__history_buffer__'
 

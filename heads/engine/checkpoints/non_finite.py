@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from mmengine.hooks import Hook
 
-from ..registry import HOOKS
+from ...registry import HOOKS
 
 
 class DivergedError(FloatingPointError):

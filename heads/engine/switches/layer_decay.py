@@ -22,7 +22,7 @@ from torch import nn
 
 from zoo.core import no_weight_decay_of
 
-from ..registry import OPTIM_WRAPPER_CONSTRUCTORS
+from ...registry import OPTIM_WRAPPER_CONSTRUCTORS
 
 BLOCK = re.compile(r'^((?:stages\.\d+\.)?blocks\.\d+)\.')
 HEAD = re.compile(r'^(head|head_dist|fc_norm)(\.|$)')

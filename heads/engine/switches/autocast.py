@@ -17,7 +17,7 @@ from mmengine.optim import AmpOptimWrapper, OptimWrapper
 
 from zoo.runtime import cpu_has_bf16_kernels
 
-from ..registry import OPTIM_WRAPPERS
+from ...registry import OPTIM_WRAPPERS
 
 DTYPES = ('bfloat16', 'float16')
 

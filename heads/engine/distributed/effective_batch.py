@@ -19,8 +19,8 @@ import os
 import torch
 from mmengine.hooks import ParamSchedulerHook
 
-from ..registry import HOOKS
-from .config_values import positive_int
+from ...registry import HOOKS
+from ..config.values import positive_int
 
 #: The config's iteration counts that are optimizer steps of the effective batch, scaled for the loop.
 STEP_COUNTS = (('train_cfg', 'max_iters'), ('train_cfg', 'val_interval'), ('default_hooks.checkpoint', 'interval'),
@@ -57,7 +57,7 @@ def _node(cfg, dotted: str):
 def apply_effective_batch(cfg, world_size: int) -> str | None:
     """Set up ``cfg`` (in place) for its ``effective_batch_size`` on ``world_size`` processes; returns the line
     that says how (None without ``effective_batch_size``). Raises ValueError when the batch cannot be made up,
-    :class:`~heads.engine.config_values.ConfigValueError` when it is not a whole number >= 1."""
+    :class:`~heads.engine.config.values.ConfigValueError` when it is not a whole number >= 1."""
     notes = []
     if cfg.get('sync_bn') and world_size > 1 and not torch.cuda.is_available():
         cfg.pop('sync_bn')

@@ -9,7 +9,7 @@ from mmengine.model import is_model_wrapper
 
 from zoo.lora import lora_modules, save_adapters
 
-from ..registry import HOOKS
+from ...registry import HOOKS
 
 
 @HOOKS.register_module()

@@ -13,7 +13,7 @@ from mmengine.hooks import CheckpointHook
 
 from zoo.weights.checksum import sidecar
 
-from ..registry import HOOKS
+from ...registry import HOOKS
 
 
 class _DeferredRemovals:

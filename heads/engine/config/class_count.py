@@ -12,7 +12,7 @@ from mmengine.model import is_model_wrapper
 def predicted_classes(model) -> tuple[int, str] | None:
     """(class count, its config key) of a segmentation or classification model; None for other tasks
     (depth, detection, where torchvision counts the background as a class)."""
-    from ..models import ImageClassifier, Segmentor
+    from ...models import ImageClassifier, Segmentor
     model = model.module if is_model_wrapper(model) else model
     if isinstance(model, Segmentor):
         return model.decode_head.num_classes, 'model.decode_head.num_classes'

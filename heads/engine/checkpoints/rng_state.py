@@ -24,7 +24,7 @@ from mmengine.model import is_model_wrapper
 from zoo.runtime import conv_grad
 from zoo.weights import CheckpointError
 
-from ..registry import HOOKS
+from ...registry import HOOKS
 
 KEY = 'torch_rng_state'
 KERNEL_KEY = 'conv_weight_grad'

@@ -1,7 +1,7 @@
 """Config mistakes found before anything is built, each named by its dotted key: a key no component accepts
 (hooks included), a value of the wrong type (checked against the component's ``__init__`` annotations; backbone
-options against the backbone class), a ``type`` no registry knows, and mmengine's 'Pretrained' initialisation
-(it would read a checkpoint past zoo.weights.io's safe reader)."""
+options by the zoo registry's check of the variant, the one its build runs), a ``type`` no registry knows, and
+mmengine's 'Pretrained' initialisation (it would read a checkpoint past zoo.weights.io's safe reader)."""
 from __future__ import annotations
 
 import difflib
@@ -11,19 +11,22 @@ import mmengine.registry as mmengine_registries
 from mmengine.hooks import CheckpointHook
 from mmengine.registry import Registry
 
+from zoo.factory import create_backbone
 from zoo.option_types import accepted_options, wrong_types
 from zoo.registry import UnknownModelError, get_variant
 
-from .. import registry as our_registries
+from ... import registry as our_registries
 
 #: Keys that mmengine's builders take out of a component's dict before calling the class.
 CONSUMED_BY_BUILDERS = frozenset({'type', '_scope_', 'priority', 'constructor', 'paramwise_cfg'})
 #: Classes whose ``**kwargs`` go somewhere known rather than to their base, with the keys accepted there.
 #: CheckpointHook hands them to ``Runner.save_checkpoint``, whose every argument it already passes itself.
 KWARGS_ACCEPTED = {CheckpointHook: frozenset()}
-#: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (the rest go to the class).
+#: How configs name a zoo backbone, and the keys ``zoo.create_backbone`` itself takes (its named parameters, read
+#: from its signature; the rest, its ``**overrides``, go to the backbone class).
 BACKBONE_TYPES = ('ZooBackbone', 'heads.ZooBackbone')
-FACTORY_KEYS = frozenset({'name', 'pretrained', 'out_indices', 'grad_checkpointing', 'lora'})
+FACTORY_KEYS = frozenset(p.name for p in inspect.signature(create_backbone).parameters.values()
+                         if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
 
 
 class ConfigKeyError(TypeError):
@@ -96,16 +99,17 @@ def _check_unknown_type(tree: dict, path: str) -> None:
                           f"spelling, or import the module that registers it (custom_imports)")
 
 
-def _check_types(cls, options: dict, path: str, owner: str) -> None:
-    wrong = wrong_types(cls, options)
+def _raise_wrong_types(wrong: list[tuple[str, str]], path: str, owner: str) -> None:
     if wrong:
         where = '; '.join(f"config key {_dotted(path, k)}: {owner} {why}" for k, why in wrong)
         raise ConfigTypeError(f"{where}. Fix the value (numbers without quotes, sequences in brackets)")
 
 
 def _check_backbone(tree: dict, path: str) -> None:
-    """A zoo backbone's options against its class's annotations (its key names are checked by the factory,
-    which lists the accepted ones); an unknown name is an error naming the key, with the registry's close names."""
+    """A zoo backbone's options against its class's annotations, by the registry's own check of a variant's options
+    (:meth:`zoo.registry.Variant.option_problems`; its key names are left to the factory, which raises on that
+    check when it builds and lists the accepted ones); an unknown name is an error naming the key, with the
+    registry's close names."""
     name = tree.get('name')
     if not isinstance(name, str):
         raise ConfigTypeError(f"config key {_dotted(path, 'name')}: a backbone name (a string such as "
@@ -114,9 +118,9 @@ def _check_backbone(tree: dict, path: str) -> None:
         variant = get_variant(name)
     except UnknownModelError as err:
         raise ConfigKeyError(f"config key {_dotted(path, 'name')}: {err}") from err
-    cls = variant.classes['backbone']
     options = {k: v for k, v in tree.items() if k not in FACTORY_KEYS | CONSUMED_BY_BUILDERS}
-    _check_types(cls, options, path, f"{variant.name} ({cls.__name__})")
+    problems = variant.option_problems('backbone', options)
+    _raise_wrong_types(problems.wrong, path, problems.owner)
 
 
 def _check_not_pretrained_init(tree: dict, path: str) -> None:
@@ -148,8 +152,8 @@ def check_config_keys(tree, path: str = '') -> None:
                     f"config key {where} is not accepted by {cls.__name__} ({inspect.getmodule(cls).__name__}); "
                     f"it accepts: {', '.join(sorted(accepted))}. Remove it or fix its spelling")
         if cls is not None:
-            _check_types(cls, {k: v for k, v in tree.items() if k not in CONSUMED_BY_BUILDERS}, path,
-                         f"{cls.__name__} ({inspect.getmodule(cls).__name__})")
+            _raise_wrong_types(wrong_types(cls, {k: v for k, v in tree.items() if k not in CONSUMED_BY_BUILDERS}), path,
+                               f"{cls.__name__} ({inspect.getmodule(cls).__name__})")
         elif tree.get('type') in BACKBONE_TYPES:
             _check_backbone(tree, path)
         for key, value in tree.items():

@@ -16,8 +16,8 @@ from collections import deque
 
 from mmengine.hooks import IterTimerHook, LoggerHook
 
-from ..registry import HOOKS
-from .console import run_summary
+from ...registry import HOOKS
+from .essentials import run_summary
 
 
 def early_log_points(interval: int) -> list[int]:
