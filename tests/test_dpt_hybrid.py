@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import heads
+from zoo.weights.rename import rules
 
 from .reference import perturb_
 
@@ -103,30 +104,34 @@ def test_plain_levels_and_missing_prefix_tokens_are_checked_clearly():
 
 # transformers' DPT keys -> the official isl-org/DPT layout (the inverse of transformers' conversion script)
 _TO_OFFICIAL = [
-    (r'^dpt\.embeddings\.cls_token$', 'pretrained.model.cls_token'),
-    (r'^dpt\.embeddings\.position_embeddings$', 'pretrained.model.pos_embed'),
-    (r'^dpt\.embeddings\.projection\.', 'pretrained.model.patch_embed.proj.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'pretrained.model.patch_embed.backbone.stem.conv.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'pretrained.model.patch_embed.backbone.stem.norm.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d)\.layers\.(\d)\.',
-     r'pretrained.model.patch_embed.backbone.stages.\1.blocks.\2.'),
-    (r'^dpt\.encoder\.layer\.(\d)\.attention\.output\.dense\.', r'pretrained.model.blocks.\1.attn.proj.'),
-    (r'^dpt\.encoder\.layer\.(\d)\.layernorm_before\.', r'pretrained.model.blocks.\1.norm1.'),
-    (r'^dpt\.encoder\.layer\.(\d)\.layernorm_after\.', r'pretrained.model.blocks.\1.norm2.'),
-    (r'^dpt\.encoder\.layer\.(\d)\.intermediate\.dense\.', r'pretrained.model.blocks.\1.mlp.fc1.'),
-    (r'^dpt\.encoder\.layer\.(\d)\.output\.dense\.', r'pretrained.model.blocks.\1.mlp.fc2.'),
-    (r'^dpt\.layernorm\.', 'pretrained.model.norm.'),
+    *rules(r"""
+        ^dpt\.embeddings\.cls_token$                            -> pretrained.model.cls_token
+        ^dpt\.embeddings\.position_embeddings$                  -> pretrained.model.pos_embed
+        ^dpt\.embeddings\.projection\.                          -> pretrained.model.patch_embed.proj.
+        ^dpt\.embeddings\.backbone\.bit\.                       -> pretrained.model.patch_embed.backbone.
+        \.backbone\.embedder\.convolution\.                     -> .backbone.stem.conv.
+        \.backbone\.embedder\.norm\.                            -> .backbone.stem.norm.
+        \.backbone\.encoder\.stages\.(\d)\.layers\.(\d)\.       -> .backbone.stages.\1.blocks.\2.
+        ^dpt\.encoder\.layer\.(\d)\.attention\.output\.dense\.  -> pretrained.model.blocks.\1.attn.proj.
+        ^dpt\.encoder\.layer\.(\d)\.layernorm_before\.          -> pretrained.model.blocks.\1.norm1.
+        ^dpt\.encoder\.layer\.(\d)\.layernorm_after\.           -> pretrained.model.blocks.\1.norm2.
+        ^dpt\.encoder\.layer\.(\d)\.intermediate\.dense\.       -> pretrained.model.blocks.\1.mlp.fc1.
+        ^dpt\.encoder\.layer\.(\d)\.output\.dense\.             -> pretrained.model.blocks.\1.mlp.fc2.
+        ^dpt\.layernorm\.                                       -> pretrained.model.norm.
+    """),
     (r'^neck\.reassemble_stage\.readout_projects\.(\d)\.0\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}'
                                                                        f'.0.project.0.'),
     (r'^neck\.reassemble_stage\.layers\.(\d)\.projection\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}.3.'),
     (r'^neck\.reassemble_stage\.layers\.(\d)\.resize\.', lambda m: f'pretrained.act_postprocess{int(m[1]) + 1}.4.'),
     (r'^neck\.convs\.(\d)\.', lambda m: f'scratch.layer{int(m[1]) + 1}_rn.'),
     (r'^neck\.fusion_stage\.layers\.(\d)\.', lambda m: f'scratch.refinenet{4 - int(m[1])}.'),
-    (r'\.residual_layer(\d)\.convolution(\d)\.', r'.resConfUnit\1.conv\2.'),
-    (r'\.residual_layer(\d)\.batch_norm(\d)\.', r'.resConfUnit\1.bn\2.'),
-    (r'^(scratch\.refinenet\d)\.projection\.', r'\1.out_conv.'),
-    (r'^head\.head\.', 'scratch.output_conv.'),
-    (r'^auxiliary_head\.head\.', 'auxlayer.'),
+    *rules(r"""
+        \.residual_layer(\d)\.convolution(\d)\.  -> .resConfUnit\1.conv\2.
+        \.residual_layer(\d)\.batch_norm(\d)\.   -> .resConfUnit\1.bn\2.
+        ^(scratch\.refinenet\d)\.projection\.    -> \1.out_conv.
+        ^head\.head\.                            -> scratch.output_conv.
+        ^auxiliary_head\.head\.                  -> auxlayer.
+    """),
 ]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: A name each source gives a DPT neck part: isl-org's (also Depth Anything's), transformers', mmseg's.
@@ -43,3 +45,17 @@ def test_zoo_weights_name_no_task_model_key():
              for m, strings in _modules('zoo/weights').items()}
     named = {m: s for m, s in named.items() if s}
     assert not named, f"zoo.weights names task-model keys (their layouts belong in heads.layouts): {named}"
+
+
+def test_rename_tables_read_one_rule_a_line():
+    from zoo.weights.rename import rename_keys, rules
+    table = rules(r"""
+        ^cvt\.                    ->
+        # a comment line
+        ^layers\.(\d+)\.ln1\.     -> blocks.\1.norm1.  # a comment after a rule
+    """)
+    assert table == [(r'^cvt\.', ''), (r'^layers\.(\d+)\.ln1\.', r'blocks.\1.norm1.')]
+    assert rename_keys({'cvt.layers.3.ln1.weight': 1}, table) == {'blocks.3.norm1.weight': 1}
+    for bad in ('^a\\. blocks.', '^a\\. -> b c', '-> b'):
+        with pytest.raises(ValueError, match="'PATTERN -> REPLACEMENT'"):
+            rules(bad)

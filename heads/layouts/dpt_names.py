@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from zoo.weights.rename import rules
+
 
 def isl_fusion_rules(prefix: str = '') -> list:
     """isl-org's DPT ``scratch`` under ``prefix`` (Depth Anything: ``depth_head.``) -> ours: ``layer{1..4}_rn`` the
@@ -17,21 +19,24 @@ def isl_fusion_rules(prefix: str = '') -> list:
     return [
         (rf'^{scratch}layer(\d)_rn\.', lambda m: f'neck.convs.{int(m[1]) - 1}.'),
         (rf'^{scratch}refinenet(\d)\.', lambda m: f'neck.fusion.{4 - int(m[1])}.'),
-        (r'\.resConfUnit(\d)\.conv(\d)\.', r'.res\1.conv\2.'), (r'\.resConfUnit(\d)\.bn(\d)\.', r'.res\1.bn\2.'),
-        (r'^(neck\.fusion\.\d+)\.out_conv\.', r'\1.proj.'),
+        *rules(r"""
+            \.resConfUnit(\d)\.conv(\d)\.     -> .res\1.conv\2.
+            \.resConfUnit(\d)\.bn(\d)\.       -> .res\1.bn\2.
+            ^(neck\.fusion\.\d+)\.out_conv\.  -> \1.proj.
+        """),
     ]
 
 
 #: transformers' ``neck`` (``DPTNeck``, Depth Anything's ``DepthAnythingNeck``) and its ``head``.
-HF_NECK_RULES = [
-    (r'^neck\.reassemble_stage\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.projection\.', r'neck.reassemble.\1.proj.'),
-    (r'^neck\.reassemble_stage\.layers\.(\d+)\.resize\.', r'neck.reassemble.\1.resample.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.projection\.', r'neck.fusion.\1.proj.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.convolution(\d)\.', r'neck.fusion.\1.res\2.conv\3.'),
-    (r'^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.batch_norm(\d)\.', r'neck.fusion.\1.res\2.bn\3.'),
-    (r'^head\.', 'decode_head.'),
-]
+HF_NECK_RULES = rules(r"""
+    ^neck\.reassemble_stage\.readout_projects\.(\d+)\.0\.                      -> neck.reassemble.\1.readout.project.0.
+    ^neck\.reassemble_stage\.layers\.(\d+)\.projection\.                       -> neck.reassemble.\1.proj.
+    ^neck\.reassemble_stage\.layers\.(\d+)\.resize\.                           -> neck.reassemble.\1.resample.
+    ^neck\.fusion_stage\.layers\.(\d+)\.projection\.                           -> neck.fusion.\1.proj.
+    ^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.convolution(\d)\.  -> neck.fusion.\1.res\2.conv\3.
+    ^neck\.fusion_stage\.layers\.(\d+)\.residual_layer(\d)\.batch_norm(\d)\.   -> neck.fusion.\1.res\2.bn\3.
+    ^head\.                                                                    -> decode_head.
+""")
 
 _BLOCK = re.compile(r'^backbone\.blocks\.(\d+)\.')
 

@@ -15,24 +15,27 @@ import re
 import torch
 
 from zoo.weights.dinov2 import dinov2_from_hf
-from zoo.weights.rename import rename_keys
+from zoo.weights.rename import rename_keys, rules
 
 from .dpt_names import HF_NECK_RULES, keep_backbone_blocks
 
 _DPT_RULES = [
-    (r'^dpt\.embeddings\.cls_token$', 'backbone.prefix.cls'),
-    (r'^dpt\.embeddings\.position_embeddings$', 'backbone.pos_embed.weight'),
-    (r'^dpt\.embeddings\.patch_embeddings\.projection\.', 'backbone.patch_embed.proj.'),
-    (r'^dpt\.embeddings\.projection\.', 'backbone.patch_embed.proj.'),  # DPT-Hybrid: 1x1 conv of the BiT map
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.convolution\.', 'backbone.patch_embed.backbone.stem.conv.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.embedder\.norm\.', 'backbone.patch_embed.backbone.stem.norm.'),
-    (r'^dpt\.embeddings\.backbone\.bit\.encoder\.stages\.(\d+)\.layers\.(\d+)\.',
-     r'backbone.patch_embed.backbone.stages.\1.blocks.\2.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.', r'backbone.blocks.\1.norm1.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.', r'backbone.blocks.\1.norm2.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.', r'backbone.blocks.\1.attn.proj.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.intermediate\.dense\.', r'backbone.blocks.\1.mlp.fc1.'),
-    (r'^dpt\.encoder\.layer\.(\d+)\.output\.dense\.', r'backbone.blocks.\1.mlp.fc2.'),
+    *rules(r"""
+        ^dpt\.embeddings\.cls_token$                             -> backbone.prefix.cls
+        ^dpt\.embeddings\.position_embeddings$                   -> backbone.pos_embed.weight
+        ^dpt\.embeddings\.patch_embeddings\.projection\.         -> backbone.patch_embed.proj.
+        # DPT-Hybrid: a 1x1 conv of the BiT map, and the BiT ResNet
+        ^dpt\.embeddings\.projection\.                           -> backbone.patch_embed.proj.
+        ^dpt\.embeddings\.backbone\.bit\.                        -> backbone.patch_embed.backbone.
+        \.backbone\.embedder\.convolution\.                      -> .backbone.stem.conv.
+        \.backbone\.embedder\.norm\.                             -> .backbone.stem.norm.
+        \.backbone\.encoder\.stages\.(\d+)\.layers\.(\d+)\.      -> .backbone.stages.\1.blocks.\2.
+        ^dpt\.encoder\.layer\.(\d+)\.layernorm_before\.          -> backbone.blocks.\1.norm1.
+        ^dpt\.encoder\.layer\.(\d+)\.layernorm_after\.           -> backbone.blocks.\1.norm2.
+        ^dpt\.encoder\.layer\.(\d+)\.attention\.output\.dense\.  -> backbone.blocks.\1.attn.proj.
+        ^dpt\.encoder\.layer\.(\d+)\.intermediate\.dense\.       -> backbone.blocks.\1.mlp.fc1.
+        ^dpt\.encoder\.layer\.(\d+)\.output\.dense\.             -> backbone.blocks.\1.mlp.fc2.
+    """),
     *HF_NECK_RULES,
 ]
 _QKV = re.compile(r'^dpt\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')

@@ -31,20 +31,20 @@ import re
 
 from zoo.weights import CheckpointError, CheckpointMismatchError
 from zoo.weights.mmseg import VIT_RULES, vit_from_mmseg
-from zoo.weights.rename import rename_keys
+from zoo.weights.rename import rename_keys, rules
 
-_DPT_HEAD_RULES = [
-    (r'^reassemble_blocks\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
-    (r'^reassemble_blocks\.projects\.(\d+)\.conv\.', r'neck.reassemble.\1.proj.'),
-    (r'^reassemble_blocks\.resize_layers\.(\d+)\.', r'neck.reassemble.\1.resample.'),
-    (r'^convs\.(\d+)\.conv\.', r'neck.convs.\1.'),
-    (r'^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.conv\.', r'neck.fusion.\1.res\2.conv\3.'),
-    (r'^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.bn\.', r'neck.fusion.\1.res\2.bn\3.'),
-    (r'^fusion_blocks\.(\d+)\.project\.conv\.', r'neck.fusion.\1.proj.'),
-    (r'^project\.conv\.', 'decode_head.head.0.'),
-    (r'^project\.bn\.', 'decode_head.head.1.'),
-    (r'^conv_seg\.', 'decode_head.head.4.'),
-]
+_DPT_HEAD_RULES = rules(r"""
+    ^reassemble_blocks\.readout_projects\.(\d+)\.0\.            -> neck.reassemble.\1.readout.project.0.
+    ^reassemble_blocks\.projects\.(\d+)\.conv\.                 -> neck.reassemble.\1.proj.
+    ^reassemble_blocks\.resize_layers\.(\d+)\.                  -> neck.reassemble.\1.resample.
+    ^convs\.(\d+)\.conv\.                                       -> neck.convs.\1.
+    ^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.conv\.  -> neck.fusion.\1.res\2.conv\3.
+    ^fusion_blocks\.(\d+)\.res_conv_unit(\d)\.conv(\d)\.bn\.    -> neck.fusion.\1.res\2.bn\3.
+    ^fusion_blocks\.(\d+)\.project\.conv\.                      -> neck.fusion.\1.proj.
+    ^project\.conv\.                                            -> decode_head.head.0.
+    ^project\.bn\.                                              -> decode_head.head.1.
+    ^conv_seg\.                                                 -> decode_head.head.4.
+""")
 #: Names only mmseg's DPT checkpoints have: its ViT's block parts and patch projection, its DPT head's modules.
 _SIGNATURE = re.compile(r'^backbone\.(layers\.\d+\.(ln[12]|attn\.attn|ffn\.layers)|patch_embed\.projection)\.'
                         r'|^decode_head\.(reassemble_blocks|convs|fusion_blocks|conv_seg)\.')

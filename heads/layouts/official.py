@@ -15,7 +15,7 @@ DINOv2 encoder (:func:`zoo.weights.dinov2.dinov2_from_official`), ``depth_head.*
 from __future__ import annotations
 
 from zoo.weights.dinov2 import dinov2_from_official
-from zoo.weights.rename import rename_keys
+from zoo.weights.rename import rename_keys, rules
 from zoo.weights.timm import vit_from_timm
 
 from .dpt_names import isl_fusion_rules, keep_backbone_blocks
@@ -32,13 +32,17 @@ _DPT_RULES = [
 _DPT_UNUSED = ('backbone.head.', 'backbone.fc_norm.')  # DPT taps blocks before the final norm (dropped too)
 
 _DEPTH_ANYTHING_RULES = [
-    (r'^depth_head\.projects\.(\d+)\.', r'neck.reassemble.\1.proj.'),
-    (r'^depth_head\.resize_layers\.(\d+)\.', r'neck.reassemble.\1.resample.'),
-    (r'^depth_head\.readout_projects\.(\d+)\.0\.', r'neck.reassemble.\1.readout.project.0.'),
+    *rules(r"""
+        ^depth_head\.projects\.(\d+)\.             -> neck.reassemble.\1.proj.
+        ^depth_head\.resize_layers\.(\d+)\.        -> neck.reassemble.\1.resample.
+        ^depth_head\.readout_projects\.(\d+)\.0\.  -> neck.reassemble.\1.readout.project.0.
+    """),
     *isl_fusion_rules('depth_head.'),
-    (r'^depth_head\.scratch\.output_conv1\.', 'decode_head.conv1.'),
-    (r'^depth_head\.scratch\.output_conv2\.0\.', 'decode_head.conv2.'),
-    (r'^depth_head\.scratch\.output_conv2\.2\.', 'decode_head.conv3.'),
+    *rules(r"""
+        ^depth_head\.scratch\.output_conv1\.     -> decode_head.conv1.
+        ^depth_head\.scratch\.output_conv2\.0\.  -> decode_head.conv2.
+        ^depth_head\.scratch\.output_conv2\.2\.  -> decode_head.conv3.
+    """),
 ]
 
 

@@ -15,14 +15,17 @@ import re
 import torch
 
 from .layout_error import CheckpointLayoutError, of_rank, required
-from .rename import rename_keys
+from .rename import rename_keys, rules
 
-_OFFICIAL_RULES = [
-    (r'^blocks\.\d+\.(\d+)\.', r'blocks.\1.'),  # chunked blocks (block_chunks > 0)
-    (r'^cls_token$', 'prefix.cls'), (r'^reg_token$', 'prefix.registers'), (r'^register_tokens$', 'prefix.registers'),
-    (r'^pos_embed$', 'pos_embed.weight'),
-    (r'\.mlp\.w12\.', '.mlp.fc1.'), (r'\.mlp\.w3\.', '.mlp.fc2.'),
-]
+_OFFICIAL_RULES = rules(r"""
+    ^blocks\.\d+\.(\d+)\.  -> blocks.\1.  # chunked blocks (block_chunks > 0)
+    ^cls_token$            -> prefix.cls
+    ^reg_token$            -> prefix.registers
+    ^register_tokens$      -> prefix.registers
+    ^pos_embed$            -> pos_embed.weight
+    \.mlp\.w12\.           -> .mlp.fc1.
+    \.mlp\.w3\.            -> .mlp.fc2.
+""")
 
 
 def dinov2_from_official(state: dict) -> dict:
@@ -49,19 +52,24 @@ def _fold_cls_row(state: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return cls + pos[:, :1], pos[:, 1:]
 
 
-_HF_RULES = [
-    (r'^dinov2\.', ''),
-    (r'^embeddings\.cls_token$', 'cls_token'), (r'^embeddings\.mask_token$', 'mask_token'),
-    (r'^embeddings\.register_tokens$', 'register_tokens'), (r'^embeddings\.position_embeddings$', 'pos_embed'),
-    (r'^embeddings\.patch_embeddings\.projection\.', 'patch_embed.proj.'),
-    (r'^encoder\.layer\.(\d+)\.', r'blocks.\1.'),
-    (r'\.attention\.output\.dense\.', '.attn.proj.'), (r'\.attention\.o_proj\.', '.attn.proj.'),
-    (r'\.attention\.q_proj\.', '.attention.attention.query.'), (r'\.attention\.k_proj\.', '.attention.attention.key.'),
-    (r'\.attention\.v_proj\.', '.attention.attention.value.'),
-    (r'\.layer_scale(\d)\.lambda1$', r'.ls\1.gamma'),
-    (r'\.mlp\.weights_in\.', '.mlp.w12.'), (r'\.mlp\.weights_out\.', '.mlp.w3.'),
-    (r'^layernorm\.', 'norm.'),
-]
+_HF_RULES = rules(r"""
+    ^dinov2\.                                    ->
+    ^embeddings\.cls_token$                      -> cls_token
+    ^embeddings\.mask_token$                     -> mask_token
+    ^embeddings\.register_tokens$                -> register_tokens
+    ^embeddings\.position_embeddings$            -> pos_embed
+    ^embeddings\.patch_embeddings\.projection\.  -> patch_embed.proj.
+    ^encoder\.layer\.(\d+)\.                     -> blocks.\1.
+    \.attention\.output\.dense\.                 -> .attn.proj.
+    \.attention\.o_proj\.                        -> .attn.proj.
+    \.attention\.q_proj\.                        -> .attention.attention.query.
+    \.attention\.k_proj\.                        -> .attention.attention.key.
+    \.attention\.v_proj\.                        -> .attention.attention.value.
+    \.layer_scale(\d)\.lambda1$                  -> .ls\1.gamma
+    \.mlp\.weights_in\.                          -> .mlp.w12.
+    \.mlp\.weights_out\.                         -> .mlp.w3.
+    ^layernorm\.                                 -> norm.
+""")
 _HF_QKV = re.compile(r'^(blocks\.\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
 
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 
 from .layout_error import CheckpointLayoutError, of_rank
-from .rename import rename_keys
+from .rename import rename_keys, rules
 
-_RULES = [(r'\.gamma_1$', '.ls1.gamma'), (r'\.gamma_2$', '.ls2.gamma'), (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias')]
+_RULES = rules(r"""
+    \.gamma_1$            -> .ls1.gamma
+    \.gamma_2$            -> .ls2.gamma
+    \.attn\.([qv])_bias$  -> .attn.qkv.\1_bias
+""")
 
 
 def is_eva_layout(state: dict) -> bool:

@@ -6,27 +6,31 @@ CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``
 from __future__ import annotations
 
 from .dinov2 import dinov2_from_hf
-from .rename import rename_keys
+from .rename import rename_keys, rules
 
 _PROJ = r'convolution_projection_(query|key|value)\.convolution_projection\.'
 _CVT_RULES = [
-    (r'^cvt\.', ''),
-    (r'^encoder\.stages\.(\d+)\.', r'stages.\1.'),
-    (r'\.embedding\.convolution_embeddings\.projection\.', '.patch_embed.proj.'),
-    (r'\.embedding\.convolution_embeddings\.normalization\.', '.patch_embed.norm.'),
-    (r'^(stages\.\d+)\.cls_token$', r'\1.prefix.cls'),
-    (r'\.layers\.(\d+)\.', r'.blocks.\1.'),
+    *rules(r"""
+        ^cvt\.                                                ->
+        ^encoder\.stages\.(\d+)\.                             -> stages.\1.
+        \.embedding\.convolution_embeddings\.projection\.     -> .patch_embed.proj.
+        \.embedding\.convolution_embeddings\.normalization\.  -> .patch_embed.norm.
+        ^(stages\.\d+)\.cls_token$                            -> \1.prefix.cls
+        \.layers\.(\d+)\.                                     -> .blocks.\1.
+    """),
     (r'\.attention\.attention\.' + _PROJ + r'convolution\.', r'.attn.qkv.conv_\1.conv.'),
     (r'\.attention\.attention\.' + _PROJ + r'normalization\.', r'.attn.qkv.conv_\1.norm.'),
-    (r'\.attention\.attention\.projection_(query|key|value)\.', r'.attn.qkv.\1.'),
-    (r'\.attn\.qkv\.(conv_)?(q|k|v)[a-z]*\.', r'.attn.qkv.\1\2.'),  # query/key/value -> q/k/v
-    (r'\.attention\.output\.dense\.', '.attn.proj.'),
-    (r'\.intermediate\.dense\.', '.mlp.fc1.'),
-    (r'\.output\.dense\.', '.mlp.fc2.'),
-    (r'\.layernorm_before\.', '.norm1.'),
-    (r'\.layernorm_after\.', '.norm2.'),
-    (r'^layernorm\.', 'norm.'),
-    (r'^classifier\.', 'head.'),
+    *rules(r"""
+        \.attention\.attention\.projection_(query|key|value)\.  -> .attn.qkv.\1.
+        \.attn\.qkv\.(conv_)?(q|k|v)[a-z]*\.                    -> .attn.qkv.\1\2.
+        \.attention\.output\.dense\.                            -> .attn.proj.
+        \.intermediate\.dense\.                                 -> .mlp.fc1.
+        \.output\.dense\.                                       -> .mlp.fc2.
+        \.layernorm_before\.                                    -> .norm1.
+        \.layernorm_after\.                                     -> .norm2.
+        ^layernorm\.                                            -> norm.
+        ^classifier\.                                           -> head.
+    """),
 ]
 
 

@@ -11,20 +11,20 @@ mmseg's whole DPT segmentor (its ``decode_head`` names this project's neck and h
 """
 from __future__ import annotations
 
-from .rename import rename_keys
+from .rename import rename_keys, rules
 
 #: mmseg's ViT names -> ours (also read by :mod:`heads.layouts.mmseg` for a whole segmentor's ``backbone.*``).
-VIT_RULES = [
-    (r'^cls_token$', 'prefix.cls'),
-    (r'^pos_embed$', 'pos_embed.weight'),
-    (r'^patch_embed\.projection\.', 'patch_embed.proj.'),
-    (r'^ln1\.', 'norm.'),  # final norm (final_norm=True); a backbone drops it
-    (r'^layers\.(\d+)\.ln([12])\.', r'blocks.\1.norm\2.'),
-    (r'^layers\.(\d+)\.attn\.attn\.in_proj_(weight|bias)$', r'blocks.\1.attn.qkv.\2'),
-    (r'^layers\.(\d+)\.attn\.attn\.out_proj\.', r'blocks.\1.attn.proj.'),
-    (r'^layers\.(\d+)\.ffn\.layers\.0\.0\.', r'blocks.\1.mlp.fc1.'),
-    (r'^layers\.(\d+)\.ffn\.layers\.1\.', r'blocks.\1.mlp.fc2.'),
-]
+VIT_RULES = rules(r"""
+    ^cls_token$                                         -> prefix.cls
+    ^pos_embed$                                         -> pos_embed.weight
+    ^patch_embed\.projection\.                          -> patch_embed.proj.
+    ^ln1\.                                              -> norm.  # final norm (final_norm=True); a backbone drops it
+    ^layers\.(\d+)\.ln([12])\.                          -> blocks.\1.norm\2.
+    ^layers\.(\d+)\.attn\.attn\.in_proj_(weight|bias)$  -> blocks.\1.attn.qkv.\2
+    ^layers\.(\d+)\.attn\.attn\.out_proj\.              -> blocks.\1.attn.proj.
+    ^layers\.(\d+)\.ffn\.layers\.0\.0\.                 -> blocks.\1.mlp.fc1.
+    ^layers\.(\d+)\.ffn\.layers\.1\.                    -> blocks.\1.mlp.fc2.
+""")
 
 
 def vit_from_mmseg(state: dict) -> dict:

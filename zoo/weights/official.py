@@ -14,17 +14,17 @@ Swin V1 / V2 (microsoft/Swin-Transformer, ``layers.N.blocks.M...``, patch mergin
 from __future__ import annotations
 
 from .dinov2 import dinov2_from_official
-from .rename import rename_keys
+from .rename import rename_keys, rules
 from .swin import swin_from_official
 from .timm import crossvit_from_timm
 
-_CVT_RULES = [
-    (r'^stage(\d+)\.', r'stages.\1.'),
-    (r'^(stages\.\d+)\.cls_token$', r'\1.prefix.cls'),
-    (r'\.attn\.conv_proj_(q|k|v)\.bn\.', r'.attn.qkv.conv_\1.norm.'),
-    (r'\.attn\.conv_proj_(q|k|v)\.conv\.', r'.attn.qkv.conv_\1.conv.'),
-    (r'\.attn\.proj_(q|k|v)\.', r'.attn.qkv.\1.'),
-]
+_CVT_RULES = rules(r"""
+    ^stage(\d+)\.                      -> stages.\1.
+    ^(stages\.\d+)\.cls_token$         -> \1.prefix.cls
+    \.attn\.conv_proj_(q|k|v)\.bn\.    -> .attn.qkv.conv_\1.norm.
+    \.attn\.conv_proj_(q|k|v)\.conv\.  -> .attn.qkv.conv_\1.conv.
+    \.attn\.proj_(q|k|v)\.             -> .attn.qkv.\1.
+""")
 
 
 def cvt_from_official(state: dict) -> dict:

@@ -1,5 +1,10 @@
 """Key renaming by ordered regular-expression rules, and the offset-table layout change, shared by the layout
-converters."""
+converters.
+
+A converter writes its renaming as a table, one rule per line, ``PATTERN -> REPLACEMENT`` (:func:`rules`): a regular
+expression and its ``re.sub`` replacement, neither holding a space; an empty replacement deletes the match, and a
+``#`` starts a comment. A rule whose pattern or replacement is computed (e.g. a function of the match) stays a pair
+beside the table's rules."""
 from __future__ import annotations
 
 import math
@@ -9,6 +14,20 @@ import torch
 from einops import rearrange
 
 from .layout_error import CheckpointLayoutError
+
+
+def rules(table: str) -> list[tuple[str, str]]:
+    """The ``(pattern, replacement)`` rules of a table of ``PATTERN -> REPLACEMENT`` lines (see the module doc)."""
+    out = []
+    for line in table.splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line:
+            continue
+        pattern, arrow, replacement = (part.strip() for part in line.partition('->'))
+        if not arrow or not pattern or ' ' in pattern or ' ' in replacement:
+            raise ValueError(f"a rename rule is one line 'PATTERN -> REPLACEMENT' (no spaces in either), got {line!r}")
+        out.append((pattern, replacement))
+    return out
 
 
 def rename_keys(state: dict, rules: list[tuple[str, str]]) -> dict:

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import re
 
-from .rename import heads_first_table, rename_keys
+from .rename import heads_first_table, rename_keys, rules
 
 _BUFFERS = ('relative_position_index', 'relative_coords_table', 'attn_mask')
-_RULES = [(r'\.attn\.relative_position_bias_table$', '.attn.pos_bias.table'),
-          (r'\.attn\.cpb_mlp\.0\.', '.attn.pos_bias.mlp.fc1.'),
-          (r'\.attn\.cpb_mlp\.2\.', '.attn.pos_bias.mlp.fc2.'),
-          (r'\.attn\.([qv])_bias$', r'.attn.qkv.\1_bias'),
-          (r'^head\.fc\.', 'head.')]
+_RULES = rules(r"""
+    \.attn\.relative_position_bias_table$  -> .attn.pos_bias.table
+    \.attn\.cpb_mlp\.0\.                   -> .attn.pos_bias.mlp.fc1.
+    \.attn\.cpb_mlp\.2\.                   -> .attn.pos_bias.mlp.fc2.
+    \.attn\.([qv])_bias$                   -> .attn.qkv.\1_bias
+    ^head\.fc\.                            -> head.
+""")
 
 
 def swin_from_timm(state: dict) -> dict:

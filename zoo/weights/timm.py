@@ -8,7 +8,7 @@ from einops import rearrange
 from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from .dinov2 import dinov2_from_official
 from .eva import eva_to_vit, is_eva_layout
-from .rename import heads_first_table, rename_keys
+from .rename import heads_first_table, rename_keys, rules
 from .swin import swin_from_timm
 from .timm_levit_pit import levit_from_timm, pit_from_timm
 
@@ -23,13 +23,24 @@ def vit_from_timm(state: dict) -> dict:
 
 
 # CoAtNet (timm's MaxxVit): MBConv conv + BN pairs become ConvBN modules, the early SE their gate.
-_MBCONV_RULES = [(r'\.conv1_1x1\.', '.conv1.conv.'), (r'\.norm1\.', '.conv1.norm.'),
-                 (r'\.conv2_kxk\.', '.conv2.conv.'), (r'\.norm2\.', '.conv2.norm.'),
-                 (r'\.se_early\.', '.conv2.gate.'), (r'\.conv3_1x1\.', '.conv3.')]
-_COATNET_RULES = [(r'^stem\.conv1\.', 'stem.conv1.conv.'), (r'^stem\.norm1\.', 'stem.conv1.norm.'),
-                  (r'\.norm1\.norm\.', '.norm1.'), (r'\.attn\.rel_pos\.mlp\.', '.attn.pos_bias.mlp.'),
-                  (r'\.attn\.rel_pos\.relative_position_bias_table$', '.attn.pos_bias.table'),
-                  (r'^head\.norm\.', 'norm.'), (r'^head\.pre_logits\.fc\.', 'pre_logits.'), (r'^head\.fc\.', 'head.')]
+_MBCONV_RULES = rules(r"""
+    \.conv1_1x1\.  -> .conv1.conv.
+    \.norm1\.      -> .conv1.norm.
+    \.conv2_kxk\.  -> .conv2.conv.
+    \.norm2\.      -> .conv2.norm.
+    \.se_early\.   -> .conv2.gate.
+    \.conv3_1x1\.  -> .conv3.
+""")
+_COATNET_RULES = rules(r"""
+    ^stem\.conv1\.                                  -> stem.conv1.conv.
+    ^stem\.norm1\.                                  -> stem.conv1.norm.
+    \.norm1\.norm\.                                 -> .norm1.
+    \.attn\.rel_pos\.mlp\.                          -> .attn.pos_bias.mlp.
+    \.attn\.rel_pos\.relative_position_bias_table$  -> .attn.pos_bias.table
+    ^head\.norm\.                                   -> norm.
+    ^head\.pre_logits\.fc\.                         -> pre_logits.
+    ^head\.fc\.                                     -> head.
+""")
 
 
 def coatnet_from_timm(state: dict) -> dict:
@@ -51,10 +62,12 @@ def coatnet_from_timm(state: dict) -> dict:
 
 # CrossViT: timm names the per-branch tables pos_embed_0 / cls_token_0 (the official IBM code pos_embed.0 /
 # cls_token.0, otherwise the same keys); the cross-attention's wq/wk/wv are our SeparateQKV's q/k/v.
-_CROSSVIT_RULES = [(r'^pos_embed[._](\d+)$', r'branches.\1.pos_embed.weight'),
-                   (r'^cls_token[._](\d+)$', r'branches.\1.prefix.cls'),
-                   (r'^patch_embed\.(\d+)\.', r'branches.\1.patch_embed.'),
-                   (r'\.attn\.w([qkv])\.', r'.attn.qkv.\1.')]
+_CROSSVIT_RULES = rules(r"""
+    ^pos_embed[._](\d+)$   -> branches.\1.pos_embed.weight
+    ^cls_token[._](\d+)$   -> branches.\1.prefix.cls
+    ^patch_embed\.(\d+)\.  -> branches.\1.patch_embed.
+    \.attn\.w([qkv])\.     -> .attn.qkv.\1.
+""")
 
 
 def crossvit_from_timm(state: dict) -> dict:

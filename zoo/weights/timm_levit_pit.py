@@ -7,7 +7,7 @@ import torch
 from einops import rearrange
 
 from .layout_error import CheckpointLayoutError, of_rank, required
-from .rename import rename_keys
+from .rename import rename_keys, rules
 
 _PIT_RULES = [(r'^patch_embed\.conv\.', 'patch_embed.proj.'), (r'^transformers\.', 'stages.')]
 
@@ -34,13 +34,18 @@ def pit_from_timm(state: dict) -> dict:
     return out
 
 
-_LEVIT_RULES = [(r'^stem\.conv(\d)\.linear\.', lambda m: f'stem.{int(m.group(1)) - 1}.conv.'),
-                (r'^stem\.conv(\d)\.bn\.', lambda m: f'stem.{int(m.group(1)) - 1}.norm.'),
-                (r'\.downsample\.attn_downsample\.', '.downsample.attn.'),
-                (r'\.attention_biases$', '.pos_bias.table'),
-                (r'\.attn\.qkv\.', '.attn.qkv.proj.'), (r'\.attn\.kv\.', '.attn.qkv.kv.'),
-                (r'\.attn\.q\.ln\.', '.attn.qkv.q.'),
-                (r'\.bn\.', '.norm.')]
+_LEVIT_RULES = [
+    (r'^stem\.conv(\d)\.linear\.', lambda m: f'stem.{int(m.group(1)) - 1}.conv.'),
+    (r'^stem\.conv(\d)\.bn\.', lambda m: f'stem.{int(m.group(1)) - 1}.norm.'),
+    *rules(r"""
+        \.downsample\.attn_downsample\.  -> .downsample.attn.
+        \.attention_biases$              -> .pos_bias.table
+        \.attn\.qkv\.                    -> .attn.qkv.proj.
+        \.attn\.kv\.                     -> .attn.qkv.kv.
+        \.attn\.q\.ln\.                  -> .attn.qkv.q.
+        \.bn\.                           -> .norm.
+    """),
+]
 _BN_ROWS = ('weight', 'bias', 'running_mean', 'running_var')
 
 
