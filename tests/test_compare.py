@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from heads.benchmark import compare
+from lab.benchmark import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location('compare_tool', ROOT / 'tools' / 'compare.py')

@@ -10,8 +10,8 @@ import torch
 from mmengine.config import Config
 from scipy import stats as scipy_stats
 
-from heads.benchmark import budget, stats
 from heads.registry import MODELS
+from lab.benchmark import budget, stats
 from zoo.profiling import count_macs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -158,7 +158,7 @@ def test_conv_bn_folds_in_eval_and_trains_unfused():
 
 
 def test_benchmark_reference_for_cvt_is_transformers_with_our_sizes():
-    from heads.benchmark.reference import reference_model
+    from lab.benchmark.reference import reference_model
     ref = reference_model('cvt_13_224')
     assert type(ref).__name__ == 'CvtForImageClassification' and list(ref.config.depth) == [1, 2, 10]
     with torch.device('meta'):

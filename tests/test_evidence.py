@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from heads.benchmark import evidence, runs
-from heads.benchmark.compare import seeded
 from heads.datasets import SyntheticScenes
 from heads.datasets.base import fraction_indices
+from lab.benchmark import evidence, runs
+from lab.benchmark.compare import seeded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,6 +160,6 @@ def test_the_tool_names_every_claim():
     import runpy
     from pathlib import Path
 
-    from heads.benchmark.evidence import CLAIMS
+    from lab.benchmark.evidence import CLAIMS
     tool = runpy.run_path(str(Path(__file__).parents[1] / 'tools' / 'evidence.py'))
     assert sorted(tool['CLAIM_NAMES']) == sorted(CLAIMS)

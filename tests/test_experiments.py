@@ -1,4 +1,4 @@
-"""tools/experiment.py (heads.experiments): the exercises run end to end, on a few scenes and iterations, and
+"""tools/experiment.py (lab.experiments): the exercises run end to end, on a few scenes and iterations, and
 write their table and plots; the LoRA exercise finds gradients on the adapter only."""
 import json
 

@@ -147,7 +147,7 @@ def test_a_long_step_reports_while_it_runs_and_when_it_fails():
     import io
     import time
 
-    from heads.cli import stage
+    from lab.cli import stage
     out = io.StringIO()
     with stage('converting', every=0.05, out=out):
         time.sleep(0.18)

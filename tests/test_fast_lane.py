@@ -1,6 +1,6 @@
 """The fast lane (``python -m pytest -m "not slow"``, README) still touches the whole project: every module under
-zoo/ and heads/ imports, every tool's --help test and one contract test of every backbone class are left unmarked,
-so marking a test slow (pyproject's ``slow`` marker) cannot quietly drop a family or a tool from the lane."""
+zoo/, heads/ and tools/lab/ imports, every tool's --help test and one contract test of every backbone class are left
+unmarked, so marking a test slow (pyproject's ``slow`` marker) cannot quietly drop a family or a tool from the lane."""
 import importlib
 from pathlib import Path
 
@@ -12,8 +12,10 @@ from zoo.registry import get_variant
 from . import test_backbone_contract, test_tools_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = sorted('.'.join(p.relative_to(ROOT).with_suffix('').parts).removesuffix('.__init__')
-                 for package in ('zoo', 'heads') for p in (ROOT / package).rglob('*.py'))
+#: zoo and heads from the checkout's root, lab from tools/ (where the tools and tests/conftest.py import it from)
+MODULES = sorted('.'.join(p.relative_to(folder).with_suffix('').parts).removesuffix('.__init__')
+                 for folder, package in ((ROOT, 'zoo'), (ROOT, 'heads'), (ROOT / 'tools', 'lab'))
+                 for p in (folder / package).rglob('*.py'))
 
 
 def is_slow(test, param=None) -> bool:

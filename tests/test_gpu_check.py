@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from mmengine.config import Config
 
-from heads.benchmark.dense import build_model
-from heads.benchmark.gpu_check import flash_row, plan
+from lab.benchmark.dense import build_model
+from lab.benchmark.gpu_check import flash_row, plan
 from zoo.core import set_fused_attention
 from zoo.profiling import count_macs
 

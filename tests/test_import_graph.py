@@ -1,4 +1,5 @@
-"""No import circle among the modules of ``zoo`` and ``heads``, read from their source (nothing is imported).
+"""No import circle among the modules of ``zoo``, ``heads`` and ``lab`` (tools/lab, the tools' shared code), read
+from their source (nothing is imported), and neither installed package imports ``lab`` or the tools.
 
 What is counted, per module (each ``.py`` file; a package is its ``__init__.py``):
 
@@ -12,7 +13,7 @@ What is counted, per module (each ``.py`` file; a package is its ``__init__.py``
 - each also depends on the packages on the way (``a``, ``a.b``) except the importing module's own ancestors: Python
   runs a package's ``__init__`` before any module in it, so that implicit edge is no dependency of the module's
   making (an explicit ``from .. import name`` of an ancestor's name is one, and is counted);
-- only edges between modules of ``zoo`` and ``heads``.
+- only edges between modules of ``zoo``, ``heads`` and ``lab``.
 """
 from __future__ import annotations
 
@@ -20,15 +21,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ('zoo', 'heads')
+INSTALLED = ('zoo', 'heads')
+#: package -> the folder on ``sys.path`` it is imported from (lab: tools/, first on the path of a tool and the tests)
+PACKAGES = {'zoo': ROOT, 'heads': ROOT, 'lab': ROOT / 'tools'}
 
 
 def _modules() -> dict[str, Path]:
     """Module name -> file, for every module of :data:`PACKAGES`."""
     found = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob('*.py')):
-            parts = path.relative_to(ROOT).with_suffix('').parts
+    for package, folder in PACKAGES.items():
+        for path in sorted((folder / package).rglob('*.py')):
+            parts = path.relative_to(folder).with_suffix('').parts
             found['.'.join(parts[:-1] if parts[-1] == '__init__' else parts)] = path
     return found
 
@@ -50,7 +53,7 @@ def _counted(body: list[ast.stmt], lazy: bool = False):
 
 
 def _imported(module: str, is_package: bool, node, modules: dict) -> list[str]:
-    """The modules one import statement of ``module`` depends on (before filtering to zoo and heads)."""
+    """The modules one import statement of ``module`` depends on (before filtering to :data:`PACKAGES`)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if node.level:
@@ -62,7 +65,8 @@ def _imported(module: str, is_package: bool, node, modules: dict) -> list[str]:
 
 
 def import_graph(lazy: bool = False) -> dict[str, set[str]]:
-    """Module -> the modules of zoo and heads it imports when it is imported (``lazy``: or when its functions run)."""
+    """Module -> the modules of zoo, heads and lab it imports when it is imported (``lazy``: or when its functions
+    run)."""
     modules = _modules()
     graph = {}
     for module, path in modules.items():
@@ -102,7 +106,10 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_sees_the_imports_it_counts():
     graph = import_graph()
-    assert len(graph) > 100 and all(m.startswith(PACKAGES) for m in graph)
+    assert len(graph) > 100 and all(m.split('.')[0] in PACKAGES for m in graph)
+    assert {'lab', 'lab.cli', 'lab.benchmark.compare'} <= set(graph)
+    assert 'lab.benchmark.runs' in graph['lab.benchmark.compare']  # from . import runs as run_folder
+    assert 'heads.engine' in graph['lab.benchmark.compare']  # from heads.engine import ZooRunner
     assert 'zoo.weights.rename' in graph['zoo.weights.dinov2']  # relative: from .rename import
     assert 'zoo.weights' in graph['heads.models.task_checkpoint']  # absolute, a package's name: from zoo.weights import
     assert 'heads.registry' in graph['heads.models.depth_anything']  # two dots: from ..registry import
@@ -112,7 +119,7 @@ def test_the_graph_sees_the_imports_it_counts():
     assert find_cycle({'a': {'b'}, 'b': set()}) is None
 
 
-def test_zoo_and_heads_have_no_import_circle():
+def test_zoo_heads_and_lab_have_no_import_circle():
     cycle = find_cycle(import_graph())
     assert cycle is None, f"import circle: {' -> '.join(cycle)}"
 
@@ -127,3 +134,18 @@ def test_zoo_imports_nothing_of_heads():
     upward = {m: sorted(t for t in targets if t.startswith('heads'))
               for m, targets in import_graph(lazy=True).items() if m.startswith('zoo')}
     assert not {m: t for m, t in upward.items() if t}
+
+
+def test_zoo_and_heads_import_nothing_of_lab_or_the_tools():
+    """lab (tools/lab) and the tools are not installed: an import of either from the packages works in a checkout and
+    fails after ``pip install``. Every import statement counts here, lazy or under ``TYPE_CHECKING``."""
+    found = {}
+    for package in INSTALLED:
+        for path in sorted((ROOT / package).rglob('*.py')):
+            for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else [])
+                bad = [n for n in names if n.split('.')[0] in ('lab', 'tools')]
+                if bad:
+                    found.setdefault(str(path.relative_to(ROOT)), []).extend(bad)
+    assert not found, f'installed packages importing lab or tools: {found}'

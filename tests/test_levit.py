@@ -127,7 +127,7 @@ def test_parameter_count_equals_timm(name):
 def test_dpt_configs_differ_from_vit_only_in_the_backbone_for_the_compare_tool():
     from mmengine.config import Config
 
-    from heads.benchmark.compare import check_only_backbones_differ
+    from lab.benchmark.compare import check_only_backbones_differ
     root = 'configs/'
     configs = {name: Config.fromfile(root + name) for name in
                ('dpt_vitb_ade20k_ours.py', 'dpt_pits_ade20k.py', 'dpt_levit256_ade20k.py')}

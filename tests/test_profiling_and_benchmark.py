@@ -88,5 +88,5 @@ def test_resolution_sweep_writes_table_and_plot(tmp_path):
 
 @pytest.mark.slow
 def test_matmul_rate_is_a_positive_measured_figure():
-    from heads.benchmark.dense import matmul_gflops
+    from lab.benchmark.dense import matmul_gflops
     assert 0 < matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from heads.benchmark.runs import ResultFileError, read_result, read_started
 from heads.engine.console.logs import LogFileError, log_records
+from lab.benchmark.runs import ResultFileError, read_result, read_started
 
 EXAMPLES = {'result.json': 300, 'provenance.json': 200, 'scalars.json': 300}
 OUTCOMES: collections.Counter = collections.Counter()

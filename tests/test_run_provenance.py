@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mmengine.config import Config
 
-from heads.benchmark import compare, evidence, runs
-from heads.benchmark.provenance import ProvenanceError
+from lab.benchmark import compare, evidence, runs
+from lab.benchmark.provenance import ProvenanceError
 
 from .test_compare import compare_tool
 from .test_evidence import tiny

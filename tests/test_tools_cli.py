@@ -16,6 +16,7 @@ HEAVY = ('torch', 'torchvision', 'matplotlib', 'zoo', 'transformers', 'timm')
 PROBE = '''
 import json, runpy, sys
 sys.argv = [sys.argv[1], '--help']
+sys.path.insert(0, 'tools')  # as `python tools/X.py` puts it first: the tools import their shared code, tools/lab
 try:
     runpy.run_path(f'tools/{sys.argv[0]}.py', run_name='__main__')
 except SystemExit as done:
@@ -28,6 +29,17 @@ print(json.dumps({'code': code, 'loaded': sorted(m for m in %r if m in sys.modul
 def test_help_imports_nothing_heavy(tool):
     done = subprocess.run([sys.executable, '-c', PROBE, tool], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {'code': 0, 'loaded': []}
+
+
+def test_tools_run_as_scripts_from_any_folder_find_their_shared_code(tmp_path):
+    """``python tools/X.py`` puts tools/ first on ``sys.path``, so a tool's ``from lab... import`` (tools/lab, not
+    installed) works whatever the working folder; the probe above emulates that, this runs the real thing."""
+    users = [tool for tool in TOOLS if '\nfrom lab.' in (ROOT / 'tools' / f'{tool}.py').read_text()]
+    assert {'compare', 'evidence', 'export_model'} <= set(users)
+    for tool in users:
+        done = subprocess.run([sys.executable, str(ROOT / 'tools' / f'{tool}.py'), '--help'], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and 'usage:' in done.stdout, f'{tool}: {done.stderr[-500:]}'
 
 
 def parsers(parser):

@@ -88,8 +88,8 @@ def main(argv=None) -> list[dict]:
     if args.depth_anything:
         return main_depth_anything(args)
     import zoo
-    from heads.benchmark.reference import COLUMNS, benchmark
-    from heads.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.reference import COLUMNS, benchmark
+    from lab.benchmark.tables import format_row, header_rows, markdown
     unknown = [m for m in args.models if m not in zoo.list_backbones()]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; see python tools/list_models.py")
@@ -119,8 +119,8 @@ def write(out: Path | None, text: str) -> None:
 def main_dpt(args) -> list[dict]:
     import torch
 
-    from heads.benchmark.reference import DPT_COLUMNS, benchmark_dpt
-    from heads.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.reference import DPT_COLUMNS, benchmark_dpt
+    from lab.benchmark.tables import format_row, header_rows, markdown
     size, batch, rounds = args.size or 512, (args.batch or [1])[0], default(args.iters, 3)
     header = (f"DPT ViT-B/16 segmentation (150 classes) vs transformers, {size}x{size}, batch {batch}, "
               f"device {args.device}, {torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
@@ -134,8 +134,8 @@ def main_dpt(args) -> list[dict]:
 def main_depth_anything(args) -> list[dict]:
     import torch
 
-    from heads.benchmark.depth_anything import COLUMNS, benchmark_depth_anything
-    from heads.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.depth_anything import COLUMNS, benchmark_depth_anything
+    from lab.benchmark.tables import format_row, header_rows, markdown
     size, batch, rounds = args.size or 518, (args.batch or [1])[0], default(args.iters, 5)
     header = (f"Depth Anything V2 vs transformers, forward fp32, {size}x{size}, batch {batch}, device {args.device}, "
               f"{torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
@@ -148,8 +148,8 @@ def main_depth_anything(args) -> list[dict]:
 
 def dense_configs(args) -> dict:
     """name -> config: each --dense config, or the first with each of --backbones."""
-    from heads.benchmark.compare import backbone_configs
     from heads.engine.launch import load_config
+    from lab.benchmark.compare import backbone_configs
     paths = args.dense or [str(ROOT / 'configs' / 'dpt_vitb_ade20k.py')]
     if args.backbones:
         return backbone_configs(load_config(paths[0]), args.backbones)
@@ -159,9 +159,9 @@ def dense_configs(args) -> dict:
 def main_dense(args) -> list[dict]:
     import torch
 
-    from heads.benchmark.compare import crop_size
-    from heads.benchmark.dense import benchmark_models
-    from heads.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.compare import crop_size
+    from lab.benchmark.dense import benchmark_models
+    from lab.benchmark.tables import format_row, header_rows, markdown
     from zoo.runtime.gemm import onednn_speedup
     from zoo.runtime.policy import describe
     torch.backends.cudnn.benchmark = True  # GPU: pick the fastest convolution algorithms for these fixed shapes
@@ -188,8 +188,8 @@ def main_dense(args) -> list[dict]:
 def main_sweep(args) -> list[dict]:
     import torch
 
-    from heads.benchmark.dense import plot_sweep, resolution_sweep
-    from heads.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.dense import plot_sweep, resolution_sweep
+    from lab.benchmark.tables import format_row, header_rows, markdown
     name, cfg = next(iter(dense_configs(args).items()))
     dtype = (args.dtypes or ['fp32'])[0]
     header = (f"{name}: batch-1 inference against input size, SDPA vs explicit attention, {dtype}, device "

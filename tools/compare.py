@@ -21,11 +21,11 @@ Repeated runs (--seeds N): each backbone trains N times, seeds k = s .. s+N-1 (s
 in OUT/<name>/seed<k>; seed k gives every backbone the same data order and augmentation. The table reports each
 metric's mean, standard deviation (<metric>_std) and 95% confidence interval (mean +- <metric>_ci95, Student's t),
 the plot draws the intervals, and a second table tests every pair (paired t-test over seeds, Holm-adjusted:
-heads/benchmark/stats.py says why). An interrupted comparison reruns only the runs without a result.json.
+tools/lab/benchmark/stats.py says why). An interrupted comparison reruns only the runs without a result.json.
 
 Budgets (--budget): 'iters' (default: the config's max_iters for all), 'flops:T' (T TFLOP of training each:
 3 x forward MACs x 2 per image) or 'time:S' (S seconds of forward+backward each, timed here); the schedule is
-rescaled to each backbone's length (heads/benchmark/budget.py).
+rescaled to each backbone's length (tools/lab/benchmark/budget.py).
 
 Speed columns: forward_img_s is timed at the training crop in rounds alternating with a 2048^3 matmul, so a busy
 machine shows as a low matmul rate; a row measured at under 75% of the best matmul rate of the table is marked in
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from mmengine.config import DictAction
 
-from heads.cli import positive
+from lab.cli import positive
 
 QUICK_ITERS, QUICK_VAL_SAMPLES = 20, 16
 
@@ -75,8 +75,8 @@ def main(argv=None) -> list[dict]:
         parser.error('give CONFIG --backbones NAME ..., or --configs CONFIG CONFIG ...')
     from tqdm import tqdm
 
-    from heads.benchmark.budget import parse_budget
-    from heads.benchmark.compare import (
+    from lab.benchmark.budget import parse_budget
+    from lab.benchmark.compare import (
         backbone_configs,
         check_only_backbones_differ,
         metric_names,

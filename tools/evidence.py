@@ -12,7 +12,8 @@ settings (config, iterations, seed, prerequisite) is never repeated, so an inter
 missing runs; one made with other settings, or damaged, is named, moved aside (<run>/superseded-<k>/) and redone.
 --jobs N trains N runs at a time, each in its own process on
 one thread. Writes OUT/results.md, results.csv, results.json (mean, std, 95% CI per arm, paired t-test over seeds
-against the first arm, Holm-adjusted) and OUT/<claim>.png (the intervals). heads/benchmark/evidence.py has the logic.
+against the first arm, Holm-adjusted) and OUT/<claim>.png (the intervals).
+tools/lab/benchmark/evidence.py has the logic.
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from pathlib import Path
 
 from mmengine.config import DictAction
 
-from heads.cli import positive
+from lab.cli import positive
 
-CLAIM_NAMES = ('distillation', 'inductive_bias', 'mae')  # heads.benchmark.evidence.CLAIMS (not imported for --help)
+CLAIM_NAMES = ('distillation', 'inductive_bias', 'mae')  # lab.benchmark.evidence.CLAIMS (not imported for --help)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> list[dict]:
     args = build_parser().parse_args(argv)
-    from heads.benchmark import evidence
     from heads.engine.launch import load_config
+    from lab.benchmark import evidence
     claim = evidence.CLAIMS[args.claim]
     root = {'camvid': args.camvid_root, 'patches': args.patches_root}[claim.data]
     out = Path(args.out or f'docs/evidence/{args.claim}')

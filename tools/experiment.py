@@ -7,7 +7,7 @@
 (b) pre-LN vs post-LN at a high learning rate without warm-up: the loss curves;
 (c) a LoRA adapter on one block's q/k/v, everything else frozen: which parameters get gradients;
 (d) positions learned / sin-cos / RoPE / ALiBi / none: validation mIoU at the training size and a larger one.
-Writes OUT/results.md, OUT/results.json and OUT/*.png (heads/experiments.py says what each number is).
+Writes OUT/results.md, OUT/results.json and OUT/*.png (tools/lab/experiments.py says what each number is).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
-    from heads.experiments import run
+    from lab.experiments import run
     return run(args.out, exercises=tuple(args.only), iters=args.iters)
 
 

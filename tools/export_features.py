@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heads.cli import json_object, positive
+from lab.cli import json_object, positive
 
 #: Stored dtypes (heads.features.writer.DTYPES), listed here so that --help needs no torch.
 DTYPE_NAMES = ('float32', 'float16', 'bfloat16')

@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from heads.cli import json_object, stage
+from lab.cli import json_object, stage
 
 
 def build_parser() -> argparse.ArgumentParser:

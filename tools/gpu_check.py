@@ -8,7 +8,7 @@ by torch's profiler); inference img/s; 1024x1024 inference memory; eager vs torc
 --no-compile); a 1-GPU NCCL DDP smoke run of tools/train.py and an FSDP one (--strategy fsdp on every GPU, bf16
 parameters, with rank 0's share of the bytes); two --deterministic runs with their weights compared. Without CUDA
 it says so and runs the same steps tiny on the CPU, FSDP on two gloo processes (the test suite runs that path).
-heads/benchmark/gpu_check.py describes each step.
+tools/lab/benchmark/gpu_check.py describes each step.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> list[dict]:
     args = build_parser().parse_args(argv)
-    from heads.benchmark.gpu_check import gpu_check, report
+    from lab.benchmark.gpu_check import gpu_check, report
     rows, header = gpu_check(args.device, compile=not args.no_compile)
     text = report(rows, header)
     print(text)

@@ -49,7 +49,7 @@ def main(argv=None) -> list[dict]:
     rows = [describe(name) for name in names]
     cells = [[str(r[c]) for c in COLUMNS] for r in rows]
     if args.markdown:
-        from heads.benchmark.tables import markdown
+        from lab.benchmark.tables import markdown
         print(markdown(rows, f'{len(rows)} backbones', COLUMNS), end='')
     else:
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(COLUMNS)]

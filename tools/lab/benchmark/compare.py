@@ -2,10 +2,10 @@
 then one table (Markdown + CSV) and one plot of the validation metric against cost and speed.
 
 Speeds are only comparable when the machine was equally free for every row: the forward pass is timed in rounds
-alternating with a fixed matrix product (:func:`heads.benchmark.dense.forward_against_matmul`), and a row whose
+alternating with a fixed matrix product (:func:`lab.benchmark.dense.forward_against_matmul`), and a row whose
 matmul rate is below :data:`BUSY_SHARE` of the best in the table is marked busy (measure it again on a quiet
 machine: delete its ``result.json``). A result is read back only for the settings that produced it
-(:mod:`heads.benchmark.runs`)."""
+(:mod:`lab.benchmark.runs`)."""
 from __future__ import annotations
 
 import ast
@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from heads.engine import ZooRunner
+from heads.engine.config.diff import differing_keys
+from heads.engine.console.logs import LogFileError, last_metrics, read_scalars
+from heads.registry import MODELS
 from zoo.profiling import count_macs, count_params, peak_memory
 from zoo.runtime import apply_kernel_policy
 
-from ..engine import ZooRunner
-from ..engine.config.diff import differing_keys
-from ..engine.console.logs import LogFileError, last_metrics, read_scalars
-from ..registry import MODELS
 from . import runs as run_folder
 from . import stats
 from .budget import budget_iterations, set_iterations
@@ -134,8 +134,8 @@ def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict
             exclude=()) -> dict:
     """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure (unless ``measure_costs``
     is False: the costs do not depend on the seed); the row is kept in result.json with the settings that produced
-    it (:mod:`heads.benchmark.runs`: ``options``, the tool's options that change the result, and the config keys in
-    ``exclude`` go into them as :func:`heads.benchmark.provenance.settings` says), so that a finished run is not
+    it (:mod:`lab.benchmark.runs`: ``options``, the tool's options that change the result, and the config keys in
+    ``exclude`` go into them as :func:`lab.benchmark.provenance.settings` says), so that a finished run is not
     repeated for the same settings and never read back for others. A damaged log is named and the run redone."""
     work_dir = out / name
     expected = settings(cfg, {'measure_costs': measure_costs, **(options or {})}, exclude)
@@ -166,7 +166,7 @@ def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict
 
 
 def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tuple[object, dict]:
-    """``cfg`` with its schedule set by ``budget`` (:mod:`heads.benchmark.budget`), and the derivation for the table.
+    """``cfg`` with its schedule set by ``budget`` (:mod:`lab.benchmark.budget`), and the derivation for the table.
     The derivation is kept in OUT/<name>/budget.json with the budget and the config's digest, so that a resumed
     comparison trains to the same length even under a time budget (whose per-iteration time would be measured anew
     otherwise); another budget or config derives it anew (said in a warning)."""
@@ -265,7 +265,7 @@ def summarize_seeds(runs: list[dict], labels: list[str] | None = None) -> dict:
 
 def significance_table(runs: dict[str, list[dict]], metric: str, alpha: float = 0.05) -> str:
     """Markdown: every pair of backbones, paired t-test over the seeds both ran, Holm-adjusted (module
-    :mod:`heads.benchmark.stats` says why this test)."""
+    :mod:`lab.benchmark.stats` says why this test)."""
     by_seed = {name: {r['seed']: r[metric] for r in rs if r.get(metric) is not None} for name, rs in runs.items()}
     pairs = stats.pairwise_differences(by_seed, alpha)
     if not pairs:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
+from heads.hf.dpt import from_pretrained_hf
 from zoo.profiling import interleaved_rounds, median, seconds_of
 
-from ..hf.dpt import from_pretrained_hf
 from .reference import peaks_of
 
 COLUMNS = ['model', 'batch', 'size', 'ours_s', 'hf_s', 'time_ratio', 'ours_peak_MiB', 'hf_peak_MiB', 'memory_ratio',

@@ -22,9 +22,9 @@ import copy
 
 import torch
 
+from heads.registry import MODELS
 from zoo.profiling import count_macs
 
-from ..registry import MODELS
 from .dense import median_seconds, train_fn
 
 KINDS = ('iters', 'flops', 'time')

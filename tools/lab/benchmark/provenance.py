@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..engine.config.diff import differing_keys
+from heads.engine.config.diff import differing_keys
 
 #: Keys whose values are the run's own paths or switches of how it is started, not what it trains.
 PER_RUN = ('work_dir', 'resume', 'randomness.seed')

@@ -33,7 +33,7 @@ POSITIONS = {'learned': dict(), 'sincos': dict(pos_embed='sincos'),
 
 def scenes(count: int, size, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Normalised images 'n 3 h w' and labels 'n h w' of ``count`` synthetic scenes."""
-    from .datasets.synthetic import render_scene
+    from heads.datasets.synthetic import render_scene
     rendered = [render_scene(np.random.default_rng((seed, i)), size) for i in range(count)]
     images = torch.from_numpy(np.stack([r['img'] for r in rendered])).float()  # n h w 3
     images = ((images - MEAN) / STD).permute(0, 3, 1, 2).contiguous()
@@ -41,7 +41,7 @@ def scenes(count: int, size, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def small_dpt(**backbone_options) -> torch.nn.Module:
-    from .registry import MODELS
+    from heads.registry import MODELS
     backbone = dict(type='ZooBackbone', name='vit_tiny_patch16_224', img_size=SIZE, patch_size=8, depth=4,
                     out_indices=(0, 1, 2, 3))
     backbone.update(backbone_options)
@@ -80,7 +80,7 @@ def miou(model, data) -> float:
     """Mean IoU (%) over the classes present, on ``data``."""
     images, labels = data
     model.eval()
-    from .evaluation.metrics import IoUMetric
+    from heads.evaluation.metrics import IoUMetric
     predictions = torch.cat([model.predict_tensor(images[i:i + 16]).argmax(1) for i in range(0, len(images), 16)])
     intersect, union, _, label_area = IoUMetric.intersect_and_union(predictions, labels, NUM_CLASSES)
     present = label_area > 0

@@ -14,12 +14,11 @@ import itertools
 import torch
 from tqdm import tqdm
 
+from heads.registry import MODELS
 from zoo.core import set_fused_attention, set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, median, peak_memory, seconds_of
 from zoo.runtime import apply_kernel_policy
 from zoo.runtime.gemm import linear
-
-from ..registry import MODELS
 
 DTYPES = {'fp32': None, 'bf16': torch.bfloat16}
 

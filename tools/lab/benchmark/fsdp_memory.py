@@ -1,7 +1,7 @@
 """Per-process memory of DDP and FSDP training, on CPU (gloo) or GPU, for docs/distributed.md:
 
-    torchrun --standalone --nproc_per_node 2 -m heads.benchmark.fsdp_memory --strategy ddp
-    torchrun --standalone --nproc_per_node 2 -m heads.benchmark.fsdp_memory --strategy fsdp
+    torchrun --standalone --nproc_per_node 2 tools/lab/benchmark/fsdp_memory.py --strategy ddp
+    torchrun --standalone --nproc_per_node 2 tools/lab/benchmark/fsdp_memory.py --strategy fsdp
 
 One launch per strategy (peak RSS is a process's lifetime maximum). The model: the quickstart's DPT with a ViT-S/16
 backbone (12 blocks, 384 wide) at ``--size`` (224); ``--steps`` AdamW steps on a synthetic loss (the mean of the
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def rss_bytes() -> int:

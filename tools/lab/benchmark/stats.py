@@ -1,6 +1,6 @@
 """Repeated runs summarised: mean, standard deviation, a 95% confidence interval, and which backbones differ.
 
-Why a paired t-test over seeds (and not a bootstrap over validation images): in :mod:`heads.benchmark.compare`
+Why a paired t-test over seeds (and not a bootstrap over validation images): in :mod:`lab.benchmark.compare`
 seed k gives every backbone the same data order and augmentation draws, so run k of backbone A and run k of B
 differ by the architecture (and its initialisation) only; the differences d_k = A_k - B_k remove the noise the
 seeds share. The spread that makes one run per backbone unreliable is training noise (order, augmentation, init),

@@ -35,7 +35,7 @@ from mmengine.config import Config
 from .dense import benchmark_one, build_model, forward_fn, peak_of
 from .tables import markdown
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICKSTART = ROOT / 'configs' / 'quickstart.py'
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 import zoo
+from heads.hf.dpt import from_pretrained_hf
 from zoo.core import set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, interleaved_rounds, median, peak_memory, seconds_of, time_forward
 from zoo.runtime import apply_kernel_policy
 
-from ..hf.dpt import from_pretrained_hf
 from .dense import DTYPES
 
 COLUMNS = ['model', 'dtype', 'batch', 'size', 'params_M', 'GMACs', 'ours_img_s', 'ref_img_s', 'ratio',

@@ -1,5 +1,5 @@
 """The folder of one run of ``tools/compare.py`` or ``tools/evidence.py``: its result (``result.json``: the row and
-the settings that produced it, :mod:`heads.benchmark.provenance`) and the settings it was started with
+the settings that produced it, :mod:`lab.benchmark.provenance`) and the settings it was started with
 (``provenance.json``, with the resolved config), both written atomically
 (:func:`zoo.weights.durable.write_text_durably`).
 
@@ -119,7 +119,7 @@ def _recorded_config(work_dir: Path, record: dict) -> dict | None:
 
 def prepare(work_dir, expected: dict) -> dict | None:
     """The run's result when ``work_dir/result.json`` holds it for the settings ``expected``
-    (:func:`heads.benchmark.provenance.settings`); else None, with the folder ready to train: left as it is when
+    (:func:`lab.benchmark.provenance.settings`); else None, with the folder ready to train: left as it is when
     its files (an interrupted run) were started with these settings, which are resumed, else moved aside."""
     work_dir = Path(work_dir)
     result = work_dir / RESULT

@@ -1,14 +1,14 @@
 """Claims of the ViT literature checked at small scale (``tools/evidence.py``, written up in docs/evidence.md).
 
 A claim is a set of arms (configs that differ in one idea), trained over seeds (and, for claim a, over fractions
-of the training images), each run through :func:`heads.benchmark.compare.run_one` in
+of the training images), each run through :func:`lab.benchmark.compare.run_one` in
 ``WORK/<arm>[/f<fraction>]/seed<k>`` and never repeated once its result.json exists for the same settings
-(:mod:`heads.benchmark.runs`: a damaged result, or one of other settings, is named and the run redone). A
+(:mod:`lab.benchmark.runs`: a damaged result, or one of other settings, is named and the run redone). A
 prerequisite (the CNN teacher, the MAE pre-training) trains first, in ``WORK/<prerequisite>[/seed<k>]``, also
 resumable; the arms that need it get its last checkpoint at a config key (and record its settings). Runs go
 through a pool of ``jobs`` worker processes, each limited to one thread. The summary (OUT/results.md, .json, .csv
 and OUT/<claim>.png) gives per arm (and fraction) the metric's mean, standard deviation and 95% interval over seeds,
-and the paired t-test over seeds of every arm against the first one (:mod:`heads.benchmark.stats`), Holm-adjusted
+and the paired t-test over seeds of every arm against the first one (:mod:`lab.benchmark.stats`), Holm-adjusted
 over the claim's comparisons.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Job:
     exclude: tuple = ()
 
     def expected(self) -> dict:
-        """The settings :func:`heads.benchmark.compare.run_one` records for this run (the config as it crosses
+        """The settings :func:`lab.benchmark.compare.run_one` records for this run (the config as it crosses
         the process boundary)."""
         from mmengine.config import Config
         return settings(Config(self.cfg.to_dict()), {'measure_costs': False, **self.options}, self.exclude)
@@ -115,7 +115,7 @@ def train(name: str, cfg_dict: dict, work: str, threads: int | None = None, opti
 
 
 def run_all(jobs_: list[Job], work: Path, jobs: int) -> dict[str, dict]:
-    """Train every run without a result.json made with its settings (:func:`heads.benchmark.runs.prepare`: a
+    """Train every run without a result.json made with its settings (:func:`lab.benchmark.runs.prepare`: a
     damaged one or one of other settings is named and moved aside); returns name -> result row. ``jobs`` > 1:
     that many worker processes with OMP_NUM_THREADS=1 each; 1: in this process."""
     todo = [j for j in jobs_ if run_folder.prepare(work / j.run.name, j.expected()) is None]
@@ -237,9 +237,8 @@ def costs(claim: Claim, load) -> str:
     """Markdown lines: each arm's parameters and GMACs (model and backbone) at the claim's input size."""
     import torch
 
+    from heads.registry import MODELS
     from zoo.profiling import count_macs, count_params
-
-    from ..registry import MODELS
     lines = []
     for arm, path in claim.arms.items():
         model_cfg = copy.deepcopy(load(path).model)
