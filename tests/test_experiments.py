@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from heads import experiments
+from lab import experiments
 
 
 def test_roughness_and_entropy_are_what_they_say():
