@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mmengine.config import DictAction
+from lab.cli import add_run_options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,13 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--work-dir', help='where the evaluation log goes (default work_dirs/<config name>)')
     parser.add_argument('--show-dir', help='write [image | ground truth | prediction] pictures here')
     parser.add_argument('--tta', action='store_true', help='flip test-time augmentation')
-    parser.add_argument('--compile', action='store_true',
-                        help='torch.compile the backbone and neck (dynamic sizes where they vary; same checkpoints)')
-    parser.add_argument('--data-root', help="override every dataset's data_root")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
-                        help='override config keys, e.g. test_dataloader.batch_size=1')
-    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
-                        help="'pytorch' under torchrun (the test set split across processes)")
+    add_run_options(parser, 'test_dataloader.batch_size=1', 'the test set split across processes')
     parser.add_argument('--out', help='also write the metrics (and per-class rows) as JSON here')
     return parser
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from mmengine.config import DictAction
+from lab.cli import add_run_options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--amp', action='store_true', help='bf16 autocast (CPU or GPU)')
     parser.add_argument('--deterministic', action='store_true',
                         help='deterministic algorithms (same result on every run of the same machine)')
-    parser.add_argument('--compile', action='store_true',
-                        help='torch.compile the backbone and neck (dynamic sizes where they vary; same checkpoints)')
-    parser.add_argument('--data-root', help="override every dataset's data_root")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
-                        help='override config keys, e.g. train_cfg.max_iters=100')
-    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
-                        help="'pytorch' under torchrun (one process per GPU, or gloo processes on CPU)")
+    add_run_options(parser, 'train_cfg.max_iters=100', 'one process per GPU, or gloo processes on CPU')
     parser.add_argument('--strategy', choices=['ddp', 'fsdp'], default='ddp',
                         help="with --launcher pytorch: 'ddp' (a whole model per process) or 'fsdp' (parameters, "
                              "gradients and optimizer state sharded over the processes; docs/distributed.md)")

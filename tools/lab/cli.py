@@ -32,6 +32,19 @@ def positive(text: str) -> int:
     return value
 
 
+
+def add_run_options(parser: argparse.ArgumentParser, example_key: str, launcher_help: str) -> None:
+    """The options tools/train.py and tools/test.py share: ``--compile``, ``--data-root``, ``--cfg-options`` (its
+    help shows ``example_key``) and ``--launcher`` (its help says what ``'pytorch'`` does for the tool)."""
+    from mmengine.config import DictAction  # mmengine's config only: no torch
+    parser.add_argument('--compile', action='store_true',
+                        help='torch.compile the backbone and neck (dynamic sizes where they vary; same checkpoints)')
+    parser.add_argument('--data-root', help="override every dataset's data_root")
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
+                        help=f'override config keys, e.g. {example_key}')
+    parser.add_argument('--launcher', choices=['none', 'pytorch'], default='none',
+                        help=f"'pytorch' under torchrun ({launcher_help})")
+
 @contextlib.contextmanager
 def stage(what: str, every: float = 30.0, out=None):
     """Print ``what...`` before a long step, ``still <what>: N s`` every ``every`` seconds while it runs (from a
