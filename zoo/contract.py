@@ -15,6 +15,10 @@ A backbone, built by :func:`zoo.create_backbone`, takes images 'b c H W' and ret
 - ``in_chans`` and ``min_input_size``: the input channels, and the smallest side the backbone runs on.
 - ``no_weight_decay()``: the names (as ``named_parameters()`` gives them) of the parameters that take no weight
   decay, declared by the modules owning them (:class:`zoo.core.NoWeightDecay`), as timm's ``no_weight_decay``.
+
+Each family's encoder (the module its backbone and classifier share) names its weight layouts' ``family`` and, in
+``classifier_only``, the key prefixes of the classifier's own parameters (final norm, heads): they are dropped without
+complaint when a classifier checkpoint loads into the backbone (:mod:`zoo.weights.load`).
 """
 from __future__ import annotations
 

@@ -217,7 +217,6 @@ def _init_weights(module: nn.Module) -> None:
 class CoAtNetEncoder(nn.Module):
     """Stem and stages; ``forward_stages`` returns the stem map then each stage's map 'b c h w'."""
     family = 'coatnet'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'pre_logits.', 'head.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(96, 192, 384, 768),

@@ -47,3 +47,13 @@ def drop_path_rates(rate: float, depths) -> list[list[float]]:
     flat = [rate * i / max(total - 1, 1) for i in range(total)]
     starts = [sum(depths[:i]) for i in range(len(depths))]
     return [flat[start:start + depth] for start, depth in zip(starts, depths)]
+
+
+def run_stages(stages, *state) -> list[tuple]:
+    """Each stage's output, a tuple (tokens or map, then its grid or prefix tokens); the first stage takes ``state``,
+    each later one the output of the stage before it."""
+    outputs = []
+    for stage in stages:
+        state = stage(*state)
+        outputs.append(state)
+    return outputs

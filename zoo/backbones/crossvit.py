@@ -130,7 +130,6 @@ class MultiScaleBlock(nn.Module):
 class CrossViTEncoder(nn.Module):
     """Branches and multi-scale blocks; ``forward_blocks`` returns each block's branch tokens and the grids."""
     family = 'crossvit'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
     def __init__(self, img_size: int | tuple[int, int] = 240, in_chans: int = 3, patch_sizes=(12, 16),

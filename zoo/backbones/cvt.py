@@ -60,7 +60,6 @@ class CvTStage(nn.Module):
 class CvTEncoder(nn.Module):
     """The three stages; ``forward_stages`` yields each stage's map 'b d h w' and prefix tokens 'b p d'."""
     family = 'cvt'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, embed_dims=(64, 192, 384),

@@ -39,7 +39,7 @@ from ..core import (
     activate,
 )
 from ..registry import register_variant
-from .common import pair, select_taps
+from .common import pair, run_stages, select_taps
 from .inputs import check_images
 
 LEVIT_ACTIVATIONS = {'hard_swish': nn.Hardswish, 'silu': nn.SiLU}
@@ -145,7 +145,6 @@ class LeViTStage(nn.Module):
 class LeViTEncoder(nn.Module):
     """Stem and stages; ``forward_stages`` gives each stage's tokens 'b (h w) d' and grid."""
     family = 'levit'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('head.', 'head_dist.')
     stem_stride = 16
 
@@ -180,11 +179,7 @@ class LeViTEncoder(nn.Module):
         fmap = self.stem(x)
         grid = tuple(fmap.shape[-2:])
         x = rearrange(fmap, 'b d h w -> b (h w) d').contiguous()  # dense tokens: every Linear one matmul
-        outputs = []
-        for stage in self.stages:
-            x, grid = stage(x, grid)
-            outputs.append((x, grid))
-        return outputs
+        return run_stages(self.stages, x, grid)
 
 
 class LeViTClassifier(LeViTEncoder):

@@ -21,7 +21,7 @@ from torch import nn
 from ..contract import Backbone, Taps
 from ..core import Block, LayerNorm6, LearnedPosEmbed, PatchEmbed, PrefixTokens, init_linear
 from ..registry import register_variant
-from .common import drop_path_rates, pair, select_taps
+from .common import drop_path_rates, pair, run_stages, select_taps
 from .inputs import check_images
 
 
@@ -62,7 +62,6 @@ class PiTStage(nn.Module):
 class PiTEncoder(nn.Module):
     """Patch embedding, positions, prefix tokens and the stages; ``forward_stages`` gives each stage's output."""
     family = 'pit'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.', 'head_dist.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, in_chans: int = 3, patch_size: int = 16,
@@ -103,11 +102,7 @@ class PiTEncoder(nn.Module):
         tokens = self.pos_drop(tokens + self.pos_embed(grid))
         fmap = rearrange(tokens, 'b (h w) d -> b d h w', h=grid[0], w=grid[1])
         prefix = self.prefix(tokens[:, :0])  # 'b p d'
-        outputs = []
-        for stage in self.stages:
-            fmap, prefix = stage(fmap, prefix)
-            outputs.append((fmap, prefix))
-        return outputs
+        return run_stages(self.stages, fmap, prefix)
 
 
 class PiTClassifier(PiTEncoder):

@@ -22,6 +22,8 @@ layouts. Numerically timm's ``SwinTransformer`` / ``SwinTransformerV2`` given th
 """
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -108,7 +110,6 @@ class SwinEncoder(nn.Module):
     ``pretrained_windows``: V2's per-stage window the position MLP was trained with (0: the window itself).
     """
     family = 'swin'
-    # Classifier-only parameters: dropped without complaint when a classifier checkpoint loads into a backbone.
     classifier_only = ('norm.', 'head.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 4, in_chans: int = 3,
@@ -202,30 +203,34 @@ class SwinBackbone(SwinEncoder, Backbone):
 
 
 SWIN = {'backbone': SwinBackbone, 'classifier': SwinClassifier}
-TINY = dict(embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24))
-SMALL = dict(embed_dim=96, depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24))
-BASE = dict(embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
-LARGE = dict(embed_dim=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))
-SWIN_VARIANTS = {  # name: (input size, options), timm's names
-    'swin_tiny_patch4_window7_224': (224, dict(TINY, window=7)),
-    'swin_small_patch4_window7_224': (224, dict(SMALL, window=7)),
-    'swin_base_patch4_window7_224': (224, dict(BASE, window=7)),
-    'swin_base_patch4_window12_384': (384, dict(BASE, window=12)),
-    'swin_large_patch4_window7_224': (224, dict(LARGE, window=7)),
-    'swin_large_patch4_window12_384': (384, dict(LARGE, window=12)),
-    'swinv2_tiny_window8_256': (256, dict(TINY, window=8)),
-    'swinv2_tiny_window16_256': (256, dict(TINY, window=16)),
-    'swinv2_small_window8_256': (256, dict(SMALL, window=8)),
-    'swinv2_small_window16_256': (256, dict(SMALL, window=16)),
-    'swinv2_base_window8_256': (256, dict(BASE, window=8)),
-    'swinv2_base_window16_256': (256, dict(BASE, window=16)),
-    'swinv2_base_window12_192': (192, dict(BASE, window=12)),
-    'swinv2_base_window12to16_192to256': (256, dict(BASE, window=16, pretrained_windows=(12, 12, 12, 6))),
-    'swinv2_base_window12to24_192to384': (384, dict(BASE, window=24, pretrained_windows=(12, 12, 12, 6))),
-    'swinv2_large_window12_192': (192, dict(LARGE, window=12)),
-    'swinv2_large_window12to16_192to256': (256, dict(LARGE, window=16, pretrained_windows=(12, 12, 12, 6))),
-    'swinv2_large_window12to24_192to384': (384, dict(LARGE, window=24, pretrained_windows=(12, 12, 12, 6))),
-}
-for _name, (_size, _kwargs) in SWIN_VARIANTS.items():  # the 192 ones are ImageNet-22k classifiers (21841 classes)
-    register_variant(_name, SWIN, input_size=_size, num_classes=21841 if _name.endswith('_192') else 1000,
-                     version=2 if _name.startswith('swinv2') else 1, **_kwargs)
+SIZES = {'tiny': dict(embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24)),
+         'small': dict(embed_dim=96, depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24)),
+         'base': dict(embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32)),
+         'large': dict(embed_dim=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))}
+#: timm's names. Each says its size, window and input size; ``window12to16_192to256`` is a model pre-trained with
+#: window 12 at 192 and fine-tuned with window 16 at 256 (its pre-training windows: 12, capped by each stage's map).
+SWIN_NAMES = """
+    swin_tiny_patch4_window7_224  swin_small_patch4_window7_224  swin_base_patch4_window7_224
+    swin_base_patch4_window12_384  swin_large_patch4_window7_224  swin_large_patch4_window12_384
+    swinv2_tiny_window8_256  swinv2_tiny_window16_256  swinv2_small_window8_256  swinv2_small_window16_256
+    swinv2_base_window8_256  swinv2_base_window16_256  swinv2_base_window12_192  swinv2_large_window12_192
+    swinv2_base_window12to16_192to256  swinv2_base_window12to24_192to384
+    swinv2_large_window12to16_192to256  swinv2_large_window12to24_192to384
+""".split()
+_NAME = re.compile(r'swin(?P<v2>v2)?_(?P<size>tiny|small|base|large)_(patch4_)?window((?P<pre_window>\d+)to)?'
+                   r'(?P<window>\d+)_((?P<pre_size>\d+)to)?(?P<input>\d+)$')
+
+
+def _options(name: str) -> dict:
+    """Input size and model options from a timm Swin name (see :data:`SWIN_NAMES`)."""
+    m = _NAME.match(name)
+    options = dict(SIZES[m['size']], window=int(m['window']), version=2 if m['v2'] else 1,
+                   input_size=int(m['input']))
+    if m['pre_window']:  # stage i's map in pre-training: pre_size / (4 * 2^i)
+        options['pretrained_windows'] = tuple(min(int(m['pre_window']), int(m['pre_size']) // (4 << i))
+                                              for i in range(4))
+    return options
+
+
+for _name in SWIN_NAMES:  # the 192 ones are ImageNet-22k classifiers (21841 classes)
+    register_variant(_name, SWIN, num_classes=21841 if _name.endswith('_192') else 1000, **_options(_name))
