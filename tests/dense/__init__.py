@@ -1,0 +1,1 @@
+"""Dense task parts: DPT necks and heads, task models, losses, metrics, transforms and datasets."""

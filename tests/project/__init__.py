@@ -1,0 +1,1 @@
+"""House rules: no import circle, the fast lane, every docs snippet runs, README figures from committed runs."""

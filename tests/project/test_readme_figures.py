@@ -1,0 +1,43 @@
+"""The README's training figures are those of a committed run or of the tests that make them: the quickstart's
+mIoU, iterations and console line count against the committed console output it cites, and the short-run table's
+iteration counts against tests/training/test_training.py."""
+import inspect
+import re
+from pathlib import Path
+
+from mmengine.config import Config
+
+from ..training import test_training
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / 'README.md').read_text()
+
+
+def test_the_quickstart_caption_is_the_committed_run():
+    caption = README[README.index('![quickstart predictions]'):].split('\n\n')[1].replace('\n', ' ')
+    cited = re.search(r'`(docs/benchmarks/quickstart_[\w.]+\.txt)`', caption)
+    assert cited, caption
+    output = (ROOT / cited[1]).read_text()
+    console = [line for line in output.splitlines() if not line.startswith('#')]
+    miou = re.findall(r'mIoU: ([\d.]+)', output)[-1]
+    assert f'validation mIoU {float(miou):.2f}' in caption, (miou, caption)
+    iters = Config.fromfile(str(ROOT / 'configs' / 'quickstart.py')).train_cfg.max_iters
+    assert f'({iters} iterations;' in caption and any(f'[{iters}/{iters}]' in line for line in console)
+    assert f'console output is {len(console)} lines' in caption
+    assert 'OMP_NUM_THREADS=2 python tools/train.py configs/quickstart.py' in output
+
+
+def readme_iterations(row_start: str) -> int:
+    row = next(line for line in README.splitlines() if line.startswith(row_start))
+    return int(re.search(r'\| (\d+) iter', row)[1])
+
+
+def test_the_short_run_table_has_the_tests_iterations():
+    camvid = test_training.test_camvid_short_run_beats_the_majority_class.pytestmark[0]
+    tested = dict(zip(camvid.kwargs['ids'], (iters for _, iters in camvid.args[1])))
+    rows = {'vit': '| CamVid, `configs/dpt_vitb_camvid.py` shrunk, ViT-Ti', 'cvt': '| same, CvT-13',
+            'coatnet': '| same, CoAtNet', 'crossvit': '| same, CrossViT'}
+    assert {name: readme_iterations(rows[name]) for name in tested} == tested
+    depth = re.search(r"'train_cfg\.max_iters=(\d+)'",
+                      inspect.getsource(test_training.test_seven_scenes_short_run_beats_predicting_the_mean_depth))
+    assert readme_iterations('| 7-Scenes depth') == int(depth[1])

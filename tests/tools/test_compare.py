@@ -1,0 +1,69 @@
+"""tools/compare.py: the identity check between experiments, and one table row per backbone from real short runs."""
+import csv
+import importlib.util
+from pathlib import Path
+
+import pytest
+from mmengine.config import Config
+
+from lab.benchmark import compare
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location('compare_tool', ROOT / 'tools' / 'compare.py')
+compare_tool = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare_tool)
+
+
+def experiment(name: str, lr: float, crop=(64, 64)) -> Config:
+    return Config(dict(model=dict(backbone=dict(type='ZooBackbone', name=name)),
+                       optim_wrapper=dict(optimizer=dict(type='AdamW', lr=lr)), crop_size=crop))
+
+
+def test_identity_check_names_every_differing_key_outside_the_backbone():
+    same = {'a': experiment('vit_tiny_patch16_224', 1e-3), 'b': experiment('cvt_13_224', 1e-3)}
+    compare.check_only_backbones_differ(same)  # only model.backbone differs: accepted
+    different = {'a': experiment('vit_tiny_patch16_224', 1e-3), 'b': experiment('cvt_13_224', 2e-3, (64, 96))}
+    with pytest.raises(ValueError, match=r'b vs a: crop_size\.1, optim_wrapper\.optimizer\.lr'):
+        compare.check_only_backbones_differ(different)
+
+
+@pytest.mark.slow
+def test_compare_writes_one_row_per_backbone_and_reuses_finished_runs(tmp_path):
+    specs = ['vit_tiny_patch16_224:{"depth": 4, "patch_size": 8, "img_size": (96, 128)}',
+             'cvt_13_224:{"depths": (1, 1, 1), "out_indices": (0, 1, 2, 2)}']
+    argv = ['configs/quickstart.py', '--backbones', *specs, '--out', str(tmp_path),
+            '--cfg-options', 'train_cfg.max_iters=6', 'train_cfg.val_interval=6', 'default_hooks.logger.interval=2',
+            'val_dataloader.dataset.num_samples=8']
+    rows = compare_tool.main(argv)
+    assert [r['backbone'] for r in rows] == ['vit_tiny_patch16_224', 'cvt_13_224']
+    table = (tmp_path / 'compare.md').read_text().splitlines()
+    assert len([line for line in table if line.startswith('| vit') or line.startswith('| cvt')]) == 2
+    with open(tmp_path / 'compare.csv') as f:
+        records = list(csv.DictReader(f))
+    assert len(records) == 2 and all(float(r['mIoU']) >= 0 and float(r['GMACs']) > 0 for r in records)
+    assert (tmp_path / 'compare.png').stat().st_size > 0
+    logs = sorted(tmp_path.glob('*/*/vis_data/scalars.json'))
+    assert compare_tool.main(argv) == rows  # finished backbones are read back, not retrained
+    assert sorted(tmp_path.glob('*/*/vis_data/scalars.json')) == logs
+
+
+def test_rows_measured_on_a_busy_machine_are_flagged_and_explained(tmp_path):
+    rows = [{'backbone': 'a', 'matmul_GFLOP_s': 100.0, 'train_img_s': 5.0, 'mIoU': 10.0},
+            {'backbone': 'b', 'matmul_GFLOP_s': 74.0, 'train_img_s': None, 'mIoU': 11.0},
+            {'backbone': 'c', 'matmul_GFLOP_s': 76.0, 'train_img_s': 4.0, 'mIoU': 12.0}]
+    compare.write_table(rows, tmp_path, 'header')
+    assert [r['busy'] for r in rows] == ['', 'yes: matmul at 74% of best', '']
+    text = (tmp_path / 'compare.md').read_text()
+    assert 'train_img_s is empty where the run timed fewer than two' in text and 'busy: the machine did' in text
+
+
+def test_coinciding_points_share_one_label():
+    points = [(1.0, 50.0, 'a'), (1.001, 50.0, 'b'), (2.0, 40.0, 'c')]
+    assert compare.label_groups(points) == [(1.0, 50.0, 'a\nb'), (2.0, 40.0, 'c')]
+
+
+def test_quick_mode_shrinks_the_schedule_and_the_validation_set():
+    cfg = Config.fromfile(str(ROOT / 'configs' / 'quickstart.py'))
+    compare.quick(cfg, 20, 16)
+    assert (cfg.train_cfg.max_iters, cfg.train_cfg.val_interval, cfg.default_hooks.checkpoint.interval) == (20, 20, 20)
+    assert cfg.val_dataloader.dataset.indices == 16

@@ -1,0 +1,160 @@
+"""heads.export: torch.export programs and ONNX files with a dynamic input height and width, checked against eager
+PyTorch (and onnxruntime) at sizes other than the traced one; tools/export_model.py."""
+import math
+
+import pytest
+import torch
+
+pytest.importorskip('onnxruntime')
+pytest.importorskip('onnxscript')
+
+import heads
+from heads.detection import PyramidBackbone
+from heads.export import (
+    check_size,
+    compare_onnx,
+    export_onnx,
+    export_program,
+    exportable,
+    min_side,
+    required_multiple,
+    run_onnx,
+)
+
+from ..reference import tiny_dpt
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _one_thread():
+    """Tiny models: one intra-op thread is faster, and far faster when the cores are shared with other jobs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def vit_pyramid():
+    return PyramidBackbone('vit_tiny_patch16_224', depth=2, out_channels=32)
+
+
+def cvt_pyramid():
+    return PyramidBackbone('cvt_13_224', depths=(1, 1, 1), out_channels=32)
+
+
+def dpt_segmentor():
+    return heads.MODELS.build(tiny_dpt('seg'))
+
+
+# builder, (multiple, smallest side), traced size, two other sizes checked
+CASES = {
+    'vit_pyramid': (vit_pyramid, (32, 96), (96, 128), [(128, 96), (96, 160)]),
+    'cvt_pyramid': (cvt_pyramid, (16, 48), (64, 96), [(96, 128), (128, 64)]),
+    'dpt_segmentor': (dpt_segmentor, (32, 64), (64, 96), [(96, 128), (128, 64)]),
+}
+
+
+@pytest.fixture(scope='module')
+def exported():
+    """name -> (model in eval mode, its program traced at the case's size): one trace per case and module."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            build, _, size, _ = CASES[name]
+            torch.manual_seed(0)
+            model = build().eval()
+            cache[name] = model, export_program(model, size)
+        return cache[name]
+    return get
+
+
+def expected_shapes(name, model, size):
+    h, w = size
+    if name == 'dpt_segmentor':
+        return [(h, w)]
+    return [(math.ceil(h / s), math.ceil(w / s)) for s in model.out_strides]
+
+
+def as_list(out):
+    return [out] if isinstance(out, torch.Tensor) else list(out)
+
+
+def test_required_multiple_and_smallest_side():
+    for name, (build, (multiple, smallest), _, _) in CASES.items():
+        model = build()
+        assert (required_multiple(model), min_side(model)) == (multiple, smallest), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', list(CASES))
+def test_program_follows_input_size(exported, name):
+    model, program = exported(name)
+    module, traced = exportable(model), program.module()
+    for size in CASES[name][3]:
+        x = torch.randn(1, 3, *size)
+        with torch.no_grad():
+            expected, got = as_list(module(x)), as_list(traced(x))
+        assert [tuple(o.shape[-2:]) for o in got] == expected_shapes(name, model, size)
+        for e, g in zip(expected, got):
+            torch.testing.assert_close(g, e, atol=1e-4, rtol=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', ['cvt_pyramid', 'dpt_segmentor'])  # the ViT pyramid's: the CLI test
+def test_onnx_matches_pytorch_at_other_sizes(exported, name, tmp_path):
+    model, program = exported(name)
+    path = export_onnx(model, tmp_path / f'{name}.onnx', program=program)
+    sizes = CASES[name][3]
+    diffs = compare_onnx(path, model, sizes, threads=1)
+    assert set(diffs) == set(sizes) and max(diffs.values()) <= 1e-3, diffs
+    outputs = run_onnx(path, torch.randn(1, 3, *sizes[0]))
+    assert [o.shape[-2:] for o in outputs] == expected_shapes(name, model, sizes[0])
+
+
+def test_sizes_that_are_not_multiples_are_refused():
+    model = vit_pyramid()
+    with pytest.raises(ValueError, match=r'100x128 is not a multiple of 32'):
+        export_program(model, (100, 128))
+    with pytest.raises(ValueError, match=r'64x96 is below the smallest side 96'):
+        export_program(model, (64, 96))
+    with pytest.raises(ValueError, match=r'is not a multiple of 32'):
+        export_program(model, (96, 128), multiple=48)
+    with pytest.raises(ValueError, match=r'96x80 is not a multiple of 32'):
+        compare_onnx('unused.onnx', model, [(96, 80)])
+    assert check_size((64, 96), 32) == (64, 96)
+
+
+@pytest.mark.slow
+def test_cli_writes_onnx_and_checks_it(tmp_path, capsys):
+    """The ViT pyramid's ONNX export, through the CLI: checked at two sizes other than the traced one."""
+    from export_model import main
+    out = tmp_path / 'vit_pyramid.onnx'
+    kwargs = '{"depth": 2, "out_channels": 32}'
+    argv = ['--backbone', 'vit_tiny_patch16_224', '--backbone-kwargs', kwargs, '--size', '96', '128',
+            '--check', '128', '64', '--check', '96', '160', '--out', str(out)]
+    assert main(argv) == 0  # 0: every max abs diff <= 1e-3
+    printed = capsys.readouterr().out
+    assert 'multiples of 32' in printed and 'check 128x64: max abs diff' in printed and 'check 96x160' in printed
+    assert 'converting to ONNX' in printed and printed.count('  done in ') == 4  # each long step reports its end
+    assert [o.shape[-2:] for o in run_onnx(out, torch.randn(1, 3, 128, 64))] == \
+        expected_shapes('vit_pyramid', vit_pyramid(), (128, 64))
+    with pytest.raises(SystemExit):
+        main(['--backbone', 'vit_tiny_patch16_224', '--size', '100', '128', '--out', str(out)])
+    assert 'not a multiple of 32' in capsys.readouterr().err
+
+
+def test_a_long_step_reports_while_it_runs_and_when_it_fails():
+    import io
+    import time
+
+    from lab.cli import stage
+    out = io.StringIO()
+    with stage('converting', every=0.05, out=out):
+        time.sleep(0.18)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == 'converting...' and lines[-1].startswith('  done in 0.')
+    assert len([line for line in lines if line.startswith('  still converting: ')]) >= 2
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), stage('tracing', out=out):
+        raise RuntimeError('boom')
+    assert out.getvalue().splitlines()[-1].startswith('  failed after ')
