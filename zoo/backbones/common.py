@@ -1,6 +1,8 @@
-"""Argument handling shared by the backbone families: image sizes, and the levels a backbone taps (which ones, and
-the contract attributes that follow from them: :func:`select_taps`)."""
+"""What the backbone families share: image sizes, the levels a backbone taps (which ones, and the contract
+attributes that follow from them: :func:`select_taps`), and running blocks and stages in sequence."""
 from __future__ import annotations
+
+import torch
 
 
 def pair(size) -> tuple[int, int]:
@@ -57,3 +59,10 @@ def run_stages(stages, *state) -> list[tuple]:
         state = stage(*state)
         outputs.append(state)
     return outputs
+
+
+def run_blocks(blocks, x: torch.Tensor, grid) -> torch.Tensor:
+    """Tokens 'b n d' through ``blocks`` in turn, each given the token grid (h, w)."""
+    for block in blocks:
+        x = block(x, grid)
+    return x

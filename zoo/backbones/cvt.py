@@ -22,7 +22,7 @@ from torch import nn
 from ..contract import Backbone, Taps
 from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, activation_layer, init_linear
 from ..registry import register_variant
-from .common import select_taps
+from .common import run_blocks, select_taps
 from .inputs import check_images
 
 # Conv token embedding of each stage: (kernel, stride, padding).
@@ -52,9 +52,7 @@ class CvTStage(nn.Module):
         """Returns the tokens 'b (p + h w) d' (prefix first) and the grid (h, w)."""
         x, grid = self.patch_embed(x)
         x = self.pos_drop(self.prefix(x))
-        for block in self.blocks:
-            x = block(x, grid)
-        return x, grid
+        return run_blocks(self.blocks, x, grid), grid
 
 
 class CvTEncoder(nn.Module):

@@ -39,7 +39,7 @@ from ..core import (
     activate,
 )
 from ..registry import register_variant
-from .common import pair, run_stages, select_taps
+from .common import pair, run_blocks, run_stages, select_taps
 from .inputs import check_images
 
 LEVIT_ACTIVATIONS = {'hard_swish': nn.Hardswish, 'silu': nn.SiLU}
@@ -137,9 +137,7 @@ class LeViTStage(nn.Module):
         if self.downsample is not None:
             x = self.downsample(x, grid)
             grid = self.downsample.attn.qkv.query_grid(grid)
-        for block in self.blocks:
-            x = block(x, grid)
-        return x, grid
+        return run_blocks(self.blocks, x, grid), grid
 
 
 class LeViTEncoder(nn.Module):

@@ -21,7 +21,7 @@ from torch import nn
 from ..contract import Backbone, Taps
 from ..core import Block, LayerNorm6, LearnedPosEmbed, PatchEmbed, PrefixTokens, init_linear
 from ..registry import register_variant
-from .common import drop_path_rates, pair, run_stages, select_taps
+from .common import drop_path_rates, pair, run_blocks, run_stages, select_taps
 from .inputs import check_images
 
 
@@ -54,8 +54,7 @@ class PiTStage(nn.Module):
             fmap, prefix = self.pool(fmap, prefix)
         grid, p = fmap.shape[-2:], prefix.shape[1]
         x = torch.cat([prefix, rearrange(fmap, 'b d h w -> b (h w) d')], dim=1)
-        for block in self.blocks:
-            x = block(x, grid)
+        x = run_blocks(self.blocks, x, grid)
         return rearrange(x[:, p:], 'b (h w) d -> b d h w', h=grid[0], w=grid[1]), x[:, :p]
 
 

@@ -33,7 +33,7 @@ from ..contract import Backbone, Taps
 from ..core import Block, FusedQKV, PatchEmbed, QVBiasQKV, RelPosBias, RelPosMlp, ShiftedWindowAttention, init_linear
 from ..core.similarity import CosineSimilarity
 from ..registry import register_variant
-from .common import drop_path_rates, pair, select_taps
+from .common import drop_path_rates, pair, run_blocks, select_taps
 from .inputs import check_images
 
 
@@ -98,8 +98,7 @@ class SwinStage(nn.Module):
         x = self.downsample(x)
         grid = tuple(x.shape[1:3])
         tokens = rearrange(x, 'b h w c -> b (h w) c')
-        for block in self.blocks:
-            tokens = block(tokens, grid)
+        tokens = run_blocks(self.blocks, tokens, grid)
         return rearrange(tokens, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])
 
 
