@@ -22,9 +22,10 @@ EVERY_LINEAR = ('*.attn.qkv', '*.attn.qkv.*', '*.attn.proj', '*.mlp.fc1', '*.mlp
 
 
 def small(name: str) -> nn.Module:
-    """Small members of two families: a plain ViT (fused q/k/v) and CvT (conv projections, separate q/k/v)."""
-    if name == 'vit':
-        return zoo.create_backbone('vit_tiny_patch16_224', depth=2, out_indices=(0, 1))
+    """Small members of three kinds of q/k/v projection: a plain ViT (fused), a ViT with learned q and v biases and
+    no key bias (BEiT, EVA, Swin V2, RoPE ViTs: :class:`zoo.core.QVBiasQKV`) and CvT (conv projections, separate)."""
+    if name in ('vit', 'qv_bias'):
+        return zoo.create_backbone('vit_tiny_patch16_224', depth=2, out_indices=(0, 1), key_bias=name == 'vit')
     return zoo.create_backbone('cvt_13_224', depths=(1, 1, 1), out_indices=(0, 1, 2))
 
 
@@ -34,7 +35,7 @@ def _randomise_adapters(model):
             module.lora_b.normal_(std=0.05)  # B starts at zero: give the adapters something to add
 
 
-@pytest.mark.parametrize('family', ['vit', 'cvt'])
+@pytest.mark.parametrize('family', ['vit', 'qv_bias', 'cvt'])
 def test_merged_outputs_equal_unmerged_and_the_base_model_at_start(family):
     torch.manual_seed(0)
     model = small(family).eval()
@@ -58,10 +59,11 @@ def test_merged_outputs_equal_unmerged_and_the_base_model_at_start(family):
         assert (u - b).abs().max().item() > 1e-3  # the adapters do change the outputs
 
 
-def test_gradients_reach_the_adapters_and_nothing_else():
+@pytest.mark.parametrize('family', ['vit', 'qv_bias'])
+def test_gradients_reach_the_adapters_and_nothing_else(family):
     """In training mode (dropout on, the MLP's recomputed-activation path taken), every parameter checked."""
     torch.manual_seed(0)
-    model = small('vit').train()
+    model = small(family).train()
     apply_lora(model, EVERY_LINEAR, rank=2, dropout=0.1)
     _randomise_adapters(model)
     maps = model(torch.randn(2, 3, 48, 64))

@@ -10,7 +10,6 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from ..runtime.gemm import linear
 from .conv_bn import ConvBN
 from .linear import Linear
 
@@ -82,7 +81,7 @@ class ConvQKV(SeparateQKV):
         return linear(tokens)
 
 
-class QVBiasQKV(nn.Linear):
+class QVBiasQKV(Linear):
     """q, k and v from one Linear without bias, then learned ``q_bias`` and ``v_bias`` and no key bias (BEiT, EVA,
     Swin V2, timm's RoPE ViTs): the fused weight is timm's ``attn.qkv.weight``, the biases its ``attn.q_bias`` /
     ``attn.v_bias``. Without rotary positions a k bias cannot change the softmax; with them it could, so these
@@ -93,9 +92,12 @@ class QVBiasQKV(nn.Linear):
         self.q_bias = nn.Parameter(torch.zeros(dim))
         self.v_bias = nn.Parameter(torch.zeros(dim))
 
+    def linear_bias(self) -> torch.Tensor:
+        """[q_bias | 0 | v_bias]."""
+        return torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
+
     def forward(self, x: torch.Tensor, grid=None):
-        bias = torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias])
-        return linear(x, self.weight, bias).chunk(3, dim=-1)
+        return super().forward(x).chunk(3, dim=-1)
 
 
 class SplitQKV(nn.Module):
