@@ -16,6 +16,7 @@ from pathlib import Path
 
 from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
 from zoo.weights.io import check_local
+from zoo.weights.layout_error import CheckpointLayoutError
 
 from ..layouts.hf import convert_hf_depth_anything_state, convert_hf_dpt_state
 from ..models import DepthEstimator, Segmentor
@@ -90,7 +91,10 @@ def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     else:
         model_cfg = model_config_from_hf(config, config_file)
         model = MODELS.build(model_cfg)
-        state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
+        try:
+            state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
+        except CheckpointLayoutError as err:
+            raise err.in_file(folder) from None
     load_pretrained(model, state, format='zoo')
     model.hf_model_config = model_cfg
     return model.eval()

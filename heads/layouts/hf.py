@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from zoo.weights.dinov2 import dinov2_from_hf
+from zoo.weights.layout_error import fused_qkv
 from zoo.weights.rename import rename_keys, rules
 
 from .dpt_names import HF_NECK_RULES, keep_backbone_blocks
@@ -54,7 +53,8 @@ def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
             out[key] = value
     out = rename_keys(out, _DPT_RULES)
     for (block, kind), parts in qkv.items():
-        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = torch.cat([parts['query'], parts['key'], parts['value']])
+        layer = f'dpt.encoder.layer.{block}.attention.attention'
+        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = fused_qkv(parts, layer, kind, 'DPT model')
     return keep_backbone_blocks(out, num_blocks)
 
 

@@ -73,6 +73,21 @@ def test_transformers_dinov2_folder_missing_a_key(tmp_path):
             'save the model again with save_pretrained')
 
 
+
+def test_transformers_dpt_folder_missing_a_key(tmp_path):
+    """A DPT folder whose weights lack one layer's key projection: the error names the folder, the key and the fix
+    (before: a bare KeyError 'key' from the converter)."""
+    import heads
+
+    from ..layouts.test_dpt_hf_parity import save_hf
+    save_hf('DPTForSemanticSegmentation', tmp_path)
+    weights = tmp_path / 'model.safetensors'
+    state = load_file(str(weights))
+    del state['dpt.encoder.layer.1.attention.attention.key.bias']
+    saved(state, weights)
+    refused(str(tmp_path), 'dpt.encoder.layer.1.attention.attention.key.bias', heads.from_pretrained_hf,
+            "transformers' DPT model saves query, key and value")
+
 def official_register_state() -> dict:
     """timm's DINOv2-with-registers weights in the official layout (CLS row in the table, register_tokens)."""
     state = timm.create_model('vit_small_patch14_reg4_dinov2', **DINO).state_dict()

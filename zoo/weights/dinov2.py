@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from .layout_error import CheckpointLayoutError, of_rank, required
+from .layout_error import CheckpointLayoutError, fused_qkv, of_rank, required
 from .rename import rename_keys, rules
 
 _OFFICIAL_RULES = rules(r"""
@@ -83,22 +83,6 @@ def dinov2_from_hf(state: dict) -> dict:
         else:
             out[key] = value
     for (block, kind), qkv in parts.items():
-        out[f'{block}.attn.qkv.{kind}'] = _fused(qkv, f"encoder.layer.{block.split('.')[1]}.attention.attention",
-                                                 kind)
+        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"encoder.layer.{block.split('.')[1]}.attention.attention",
+                                                    kind, 'Dinov2Model')
     return dinov2_from_official(out)
-
-
-def _fused(qkv: dict, prefix: str, kind: str) -> torch.Tensor:
-    """One layer's query, key and value ``kind`` ('weight' or 'bias') stacked as the fused qkv's rows."""
-    fix = ("transformers' Dinov2Model saves query, key and value (weight and bias) of every layer, of one shape; "
-           "the weights file is incomplete or damaged: save the model again with save_pretrained")
-    for part in ('query', 'key', 'value'):
-        if part not in qkv:
-            raise CheckpointLayoutError(f'{prefix}.{part}.{kind}', 'missing beside '
-                                        f"{', '.join(f'{p}.{kind}' for p in sorted(qkv))}", fix)
-    shapes = {tuple(v.shape) for v in qkv.values()}
-    rank = 2 if kind == 'weight' else 1
-    if len(shapes) != 1 or len(next(iter(shapes))) != rank:
-        raise CheckpointLayoutError(f'{prefix}.query.{kind}', f"query, key and value {kind}s must be {rank}-D of one "
-                                    f"shape, got {', '.join(f'{p} {tuple(v.shape)}' for p, v in qkv.items())}", fix)
-    return torch.cat([qkv['query'], qkv['key'], qkv['value']])
