@@ -11,12 +11,12 @@ from .coco import CocoSegDataset, render_semantic_map
 from .coco_detection import CocoDetectionDataset
 from .folder import FolderSegDataset
 from .image_folder import ImageFolderDataset
-from .rgbd import RGBDDepthDataset
+from .rgbd import RGBDDepthDataset, RGBDFolderDataset
 from .samplers import RepeatAugSampler
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
            'CamVidDataset', 'CocoDetectionDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset',
-           'ImageFolderDataset', 'RGBDDepthDataset', 'RepeatAugSampler',
+           'ImageFolderDataset', 'RGBDDepthDataset', 'RGBDFolderDataset', 'RepeatAugSampler',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

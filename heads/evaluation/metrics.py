@@ -168,6 +168,24 @@ class IoUMetric(BaseMetric):
 
 # ------------------------------------------------------------------------------------------------- depth
 
+def _median(x: torch.Tensor) -> torch.Tensor:
+    """numpy's median of 'n' values: the middle one, or the mean of the two middle ones for an even count."""
+    v = x.sort().values
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+
+def fit_scale_shift(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Least-squares ``s, t`` minimising ``sum (s * x + t - y)**2`` over 'n' values (the 2x2 normal equations);
+    a constant ``x`` (no unique fit) gets ``s = 0, t = mean(y)``."""
+    n, sx, sy = x.numel(), x.sum(), y.sum()
+    sxx, sxy = (x * x).sum(), (x * y).sum()
+    det = n * sxx - sx * sx
+    if det <= 1e-12 * max(float(n * sxx), 1e-300):
+        return torch.zeros_like(sx), sy / n
+    s = (n * sxy - sx * sy) / det
+    return s, (sy - s * sx) / n
+
+
 @METRICS.register_module()
 class DepthMetric(BaseMetric):
     """Standard monocular-depth metrics (Eigen et al.; as in BTS / AdaBins / Depth Anything evaluations).
@@ -185,8 +203,23 @@ class DepthMetric(BaseMetric):
     valid pixel (each image weighs the same, whatever its number of valid pixels). Fractions (d1..d3)
     are in [0, 1], not percent; depths in the input unit (metres).
 
+    Alignment (``alignment``), per image on its valid pixels, before the clamp and the metrics — the zero-shot
+    protocols for predictions known only up to scale (and shift):
+
+    - None: the prediction is metric depth, used as it is;
+    - ``'median'``: median scaling (monodepth2 / Zhou et al.), ``p * median(g) / median(p)`` (medians of the
+      valid pixels, the mean of the two middle values for an even count; a non-positive median prediction
+      makes that image's metrics NaN);
+    - ``'scale_shift_disparity'``: the prediction is a relative disparity (inverse depth up to scale and shift,
+      what MiDaS / Depth Anything relative heads output); ``s, t`` minimise ``sum (s * p + t - 1/g)**2`` over
+      the valid pixels (least squares, MiDaS / Depth Anything evaluation; a constant prediction gets ``s = 0``,
+      ``t = mean(1/g)``), the aligned disparity is clamped to ``[1/max_depth, 1/min_depth]`` and the depth is
+      its inverse.
+
     Args:
         min_depth, max_depth: valid ground-truth range (exclusive / inclusive) and prediction clamp range.
+        alignment: None, 'median' or 'scale_shift_disparity' (above); e.g.
+            ``--cfg-options val_evaluator.alignment=scale_shift_disparity`` (and ``test_evaluator``).
         crop: None; 'eigen' (NYU-v2: rows 45:471, cols 41:601 of 480x640, the same fractions,
             ``45*h//480 : 471*h//480`` and ``41*w//640 : 601*w//640``, for other sizes); or 'garg'
             (KITTI: rows ``int(0.40810811*h):int(0.99189189*h)``, cols ``int(0.03594771*w):int(0.96405229*w)``).
@@ -201,12 +234,17 @@ class DepthMetric(BaseMetric):
     default_prefix = ''
     METRIC_NAMES = ('d1', 'd2', 'd3', 'abs_rel', 'sq_rel', 'rmse', 'rmse_log', 'log10', 'silog')
 
+    ALIGNMENTS = (None, 'median', 'scale_shift_disparity')
+
     def __init__(self, min_depth: float = 1e-3, max_depth: float = 10.0, crop: Optional[str] = None,
-                 prefix: Optional[str] = None, collect_device: str = 'cpu',
+                 alignment: Optional[str] = None, prefix: Optional[str] = None, collect_device: str = 'cpu',
                  collect_dir: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix, collect_dir=collect_dir)
         if crop not in (None, 'eigen', 'garg'):
             raise ValueError(f"crop must be None, 'eigen' or 'garg', got {crop!r}")
+        if alignment not in self.ALIGNMENTS:
+            raise ValueError(f"alignment must be None, 'median' or 'scale_shift_disparity', got {alignment!r}")
+        self.alignment = alignment
         if not 0 <= min_depth < max_depth:
             raise ValueError(f"need 0 <= min_depth < max_depth, got {min_depth}, {max_depth}")
         self.min_depth, self.max_depth, self.crop = float(min_depth), float(max_depth), crop
@@ -236,8 +274,20 @@ class DepthMetric(BaseMetric):
             if not valid.any():
                 self.results.append(None)
                 continue
-            p = pred[valid].double().clamp(self.min_depth, self.max_depth)                # n
-            self.results.append(self.image_metrics(p, gt[valid].double()))
+            g = gt[valid].double()                                                        # n
+            p = self.align(pred[valid].double(), g).clamp(self.min_depth, self.max_depth)  # n
+            self.results.append(self.image_metrics(p, g))
+
+    def align(self, p: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        """The prediction 'n' of one image's valid pixels aligned to its ground truth 'n' (``alignment``)."""
+        if self.alignment == 'median':
+            scale = _median(g) / _median(p)
+            return p * scale if scale > 0 else torch.full_like(p, float('nan'))
+        if self.alignment == 'scale_shift_disparity':
+            s, t = fit_scale_shift(p, 1.0 / g)
+            disparity = (s * p + t).clamp(1.0 / self.max_depth, 1.0 / max(self.min_depth, 1e-12))
+            return 1.0 / disparity
+        return p
 
     @staticmethod
     def image_metrics(p: torch.Tensor, g: torch.Tensor) -> dict:

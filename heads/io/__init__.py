@@ -1,2 +1,3 @@
-"""Files in: images and label maps read with errors that name the file (:mod:`.images`). numpy and OpenCV only:
+"""Files in: images and label maps read with errors that name the file (:mod:`.images`); depth maps, validity masks
+and camera intrinsics of RGB-D folders (:mod:`.depth`). numpy and OpenCV only:
 tools import it before torch. (Atomic, durable writes of checkpoints and other files: :mod:`zoo.weights.durable`.)"""

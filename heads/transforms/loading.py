@@ -8,6 +8,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from ..io.depth import depth_in_metres, read_mask, read_raw_depth
 from ..io.images import ImageError, check_rgb, decode, read_rgb
 from ..io.labels import IGNORE_INDEX
 from ..registry import TRANSFORMS
@@ -112,9 +113,11 @@ class LoadAnnotations(DenseTransform):
     applied, then 'reduce_zero_label', exactly as mmseg. With 'num_classes' in the data info (datasets add it),
     a value that is neither a class nor 255 (ignore) is an error naming the file. Result: 'gt_seg_map' uint8 'h w'.
 
-    Depth map: 'depth_path' read with cv2.IMREAD_UNCHANGED (uint16 or uint8, single channel); raw values in
-    'depth_invalid' become 0, the rest are divided by 'depth_scale' (raw / depth_scale = metres). Result:
-    'gt_depth' float32 'h w' in metres, 0 = invalid. Without those keys: millimetres, 0 invalid.
+    Depth map: 'depth_path' read by :func:`heads.io.depth.read_raw_depth` (a single-channel uint16 or uint8 PNG,
+    or a real 'h w' .npy array); raw values in 'depth_invalid' (and non-finite ones) become 0, the rest are divided
+    by 'depth_scale' (raw / depth_scale = metres). With 'depth_mask_path' (a PNG, non-zero = valid), pixels outside
+    the mask become 0 too. Result: 'gt_depth' float32 'h w' in metres, 0 = invalid. Without those keys:
+    millimetres, 0 invalid.
 
     Maps whose size differs from the image as loaded ('ori_shape') are an error. 'gt_seg_map'/'gt_depth'
     already in ``results`` (in-memory datasets) are kept as they are (already encoded). Both keys are added
@@ -162,12 +165,17 @@ class LoadAnnotations(DenseTransform):
 
     @classmethod
     def _load_depth(cls, results: dict) -> np.ndarray:
-        path, raw = cls._read(results, 'depth_path', 'depth', 'gt_depth', 'depth map')
-        if raw.ndim != 2 or raw.dtype not in (np.uint8, np.uint16):
-            raise ImageError(f"depth map {path} is a {raw.dtype} array of shape {raw.shape}; a depth map must "
-                             f"be a single-channel 16-bit (or 8-bit) PNG of raw depth values")
+        path = results.get('depth_path')
+        if path is None:
+            raise KeyError("LoadAnnotations(depth=True) needs results['depth_path'] (or an in-memory 'gt_depth'); "
+                           "use depth=False for a dataset without depth maps")
+        raw = read_raw_depth(path)  # PNG or .npy; errors name the file
         _check_same_size(raw, path, results, 'depth map')
-        invalid = np.isin(raw, list(results.get('depth_invalid', DEFAULT_DEPTH_INVALID)))
-        depth = raw.astype(np.float32) / np.float32(results.get('depth_scale', DEFAULT_DEPTH_SCALE))
-        depth[invalid] = 0.0
+        depth = depth_in_metres(raw, results.get('depth_scale', DEFAULT_DEPTH_SCALE),
+                                results.get('depth_invalid', DEFAULT_DEPTH_INVALID))
+        mask_path = results.get('depth_mask_path')
+        if mask_path is not None:
+            valid = read_mask(mask_path)
+            _check_same_size(valid, mask_path, results, 'validity mask')
+            depth[~valid] = 0.0
         return depth

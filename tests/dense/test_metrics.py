@@ -2,6 +2,7 @@
 (``BaseDataElement.to_dict()`` samples into ``process``, then ``evaluate(size)``)."""
 import logging
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -235,3 +236,80 @@ def test_depth_prefix_and_bad_crop():
     assert out['nyu/abs_rel'] == pytest.approx(0.3625)
     with pytest.raises(ValueError, match='crop'):
         DepthMetric(crop='nyu')
+
+
+# ------------------------------------------------------------------------------------------ depth alignment
+#
+# Zero-shot relative depth: the prediction is aligned to the ground truth per image on its valid pixels first.
+def test_scale_shift_disparity_undoes_an_exact_affine_disparity():
+    # gt disparity 1/g = 1, 0.5, 0.25, 2; the prediction is 3 * disparity + 0.7 -> aligned: zero error
+    pred = [[3 * 1 + 0.7, 3 * 0.5 + 0.7], [3 * 0.25 + 0.7, 3 * 2 + 0.7]]
+    out = run(DepthMetric(alignment='scale_shift_disparity'), [depth_sample(pred, GT)])
+    assert out['d1'] == 1.0
+    assert out['abs_rel'] == pytest.approx(0, abs=1e-6) and out['rmse'] == pytest.approx(0, abs=1e-6)
+    # without alignment the same prediction is far off
+    assert run(DepthMetric(), [depth_sample(pred, GT)])['abs_rel'] > 1
+
+
+# Least squares by hand (2x2): gt 1 0.5 / 0.25 1 -> disparity y = 1, 2, 4, 1; prediction x = 0, 1, 2, 3.
+# n = 4, sum x = 6, sum y = 8, sum x^2 = 14, sum xy = 0 + 2 + 8 + 3 = 13; det = 4*14 - 6^2 = 20
+# s = (4*13 - 6*8)/20 = 0.2, t = (8 - 0.2*6)/4 = 1.7 -> aligned disparity 1.7, 1.9, 2.1, 2.3, depth its inverse
+def test_scale_shift_disparity_2x2_by_hand():
+    from heads.evaluation.metrics import fit_scale_shift
+    x, y = torch.tensor([0.0, 1, 2, 3], dtype=torch.float64), torch.tensor([1.0, 2, 4, 1], dtype=torch.float64)
+    s, t = fit_scale_shift(x, y)
+    assert float(s) == pytest.approx(0.2) and float(t) == pytest.approx(1.7)
+    gt, p = [1.0, 0.5, 0.25, 1.0], [1 / 1.7, 1 / 1.9, 1 / 2.1, 1 / 2.3]
+    sample = depth_sample([[0.0, 1.0], [2.0, 3.0]], [gt[:2], gt[2:]])
+    out = run(DepthMetric(alignment='scale_shift_disparity'), [sample])
+    assert out['abs_rel'] == pytest.approx(sum(abs(a - b) / b for a, b in zip(p, gt)) / 4)
+    assert out['rmse'] == pytest.approx(math.sqrt(sum((a - b) ** 2 for a, b in zip(p, gt)) / 4))
+    # a constant prediction has no unique fit: s = 0, t = mean(y) = 2 -> every depth 0.5
+    s, t = fit_scale_shift(torch.full((4,), 5.0, dtype=torch.float64), y)
+    assert float(s) == 0 and float(t) == 2.0
+
+
+def test_scale_shift_disparity_clamps_the_aligned_disparity_to_the_depth_range():
+    # y = 1, 0.5, 0.25, 0.125 on x = 0..3: s = (4*1.375 - 6*1.875)/20 = -0.2875, t = (1.875 + 0.2875*6)/4 = 0.9
+    # -> disparity 0.9, 0.6125, 0.325, 0.0375; the last is below 1/max_depth = 0.1: depth 10, not 26.7
+    metric = DepthMetric(alignment='scale_shift_disparity', max_depth=10.0)
+    aligned = metric.align(torch.tensor([0.0, 1, 2, 3], dtype=torch.float64),
+                           torch.tensor([1.0, 2, 4, 8], dtype=torch.float64))
+    assert aligned.tolist() == pytest.approx([1 / 0.9, 1 / 0.6125, 1 / 0.325, 10.0])
+
+
+# Median scaling by hand: pred 1 2 / 3 10 (median (2+3)/2 = 2.5), gt 2 4 / 6 8 (median (4+6)/2 = 5): scale 2
+# -> 2, 4, 6, 20, clamped to max_depth 10: errors 0, 0, 0, 2 -> abs_rel 0.25/4, rmse sqrt(4/4), d1 3/4 (10/8 = 1.25)
+def test_median_scaling_by_hand():
+    out = run(DepthMetric(alignment='median'), [depth_sample([[1.0, 2.0], [3.0, 10.0]], [[2.0, 4.0], [6.0, 8.0]])])
+    assert out['abs_rel'] == pytest.approx(0.0625) and out['rmse'] == pytest.approx(1.0) and out['d1'] == 0.75
+
+
+@pytest.mark.parametrize('alignment', ['median', 'scale_shift_disparity'])
+def test_alignment_ignores_invalid_pixels(alignment):
+    # the 2x2 examples plus gt 0, nan and 11 (> max_depth) under garbage predictions: the fit sees the same pixels
+    if alignment == 'median':
+        pred, gt = [[1.0, 2.0], [3.0, 10.0]], [[2.0, 4.0], [6.0, 8.0]]
+    else:
+        pred, gt = [[0.0, 1.0], [2.0, 3.0]], [[1.0, 0.5], [0.25, 1.0]]
+    padded_pred = [row + [900.0, -7.0, 1e6] for row in pred]
+    padded_gt = [row + [0.0, float('nan'), 11.0] for row in gt]
+    metric = DepthMetric(alignment=alignment, max_depth=10.0)
+    assert run(metric, [depth_sample(padded_pred, padded_gt)]) == pytest.approx(
+        run(DepthMetric(alignment=alignment, max_depth=10.0), [depth_sample(pred, gt)]))
+
+
+def test_alignment_from_a_config_and_cfg_options():
+    import argparse
+
+    from mmengine.config import Config, DictAction
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    options = parser.parse_args(['--cfg-options', 'val_evaluator.alignment=scale_shift_disparity']).cfg_options
+    root = Path(__file__).resolve().parents[2]
+    cfg = Config.fromfile(str(root / 'configs' / '_base_' / 'datasets' / 'seven_scenes.py'))
+    cfg.merge_from_dict(options)
+    assert METRICS.build(cfg.val_evaluator).alignment == 'scale_shift_disparity'
+    assert METRICS.build(dict(type='DepthMetric', alignment='median')).alignment == 'median'
+    with pytest.raises(ValueError, match='alignment'):
+        DepthMetric(alignment='least_squares')
