@@ -39,6 +39,7 @@ def clip_from_hf(state: dict) -> dict:
     state = {k: v for k, v in state.items() if not k.startswith(_NOT_VISION) and not k.endswith('.position_ids')}
     if not any(k.endswith('embeddings.class_embedding') for k in state):
         raise CheckpointError("no 'embeddings.class_embedding': not transformers' CLIP layout")
+    root = 'vision_model.' if any(k.startswith('vision_model.') for k in state) else ''  # as the file names keys
     out, parts = {}, {}
     for key, value in rename_keys(state, _RULES).items():
         match = _QKV.match(key)
@@ -47,15 +48,13 @@ def clip_from_hf(state: dict) -> dict:
         else:
             out[key] = value
     for (block, kind), qkv in parts.items():
-        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"vision_model.encoder.layers.{block.split('.')[1]}.self_attn",
+        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"{root}encoder.layers.{block.split('.')[1]}.self_attn",
                                                     kind, 'CLIPVisionModel', names=('q_proj', 'k_proj', 'v_proj'))
     fix = "transformers' CLIPVisionModel saves it so; save the model again with save_pretrained"
-    cls = of_rank(out['prefix.cls'], 'vision_model.embeddings.class_embedding', 'd', fix)
-    out['prefix.cls'] = cls.reshape(1, 1, -1)
-    pos = required(out, 'pos_embed.weight', 'CLIPVisionModel', 'the position table',
-                   'vision_model.embeddings.position_embedding.weight')
-    out['pos_embed.weight'] = of_rank(pos, 'vision_model.embeddings.position_embedding.weight', '(1 + h w) d',
-                                      fix)[None]
+    out['prefix.cls'] = of_rank(out['prefix.cls'], f'{root}embeddings.class_embedding', 'd', fix).reshape(1, 1, -1)
+    table = f'{root}embeddings.position_embedding.weight'
+    pos = required(out, 'pos_embed.weight', 'CLIPVisionModel', 'the position table', table)
+    out['pos_embed.weight'] = of_rank(pos, table, '(1 + h w) d', fix)[None]
     if 'head.weight' in out:  # CLIP's projection has no bias
         out['head.bias'] = torch.zeros(out['head.weight'].shape[0], dtype=out['head.weight'].dtype)
     return out
