@@ -134,3 +134,11 @@ def test_backbone_taps_a_non_square_input_and_drives_a_dpt():
     sum(model(x, samples, mode='loss').values()).backward()
     assert model.backbone.norm_pre.weight.grad.abs().sum() > 0
     assert model(x, mode='tensor').shape == (2, 11, 64, 96)
+
+
+def test_a_timm_vit_file_read_as_transformers_is_refused_with_the_fix():
+    from zoo.weights import CheckpointError
+    model = zoo.create_classifier(SMALLEST, depth=1)
+    with pytest.raises(CheckpointError, match="not transformers' CLIP vision layout.*format='auto'"):
+        zoo.load_pretrained(model, model.state_dict(), format='hf')
+    assert zoo.load_pretrained(model, model.state_dict()).format in ('zoo', 'timm')
