@@ -25,6 +25,8 @@ COVERED_BY = {
     **{f'vit_{size}_patch14{reg}_dinov2': f'vit_small_patch14{reg}_dinov2'
        for size in ('base', 'large', 'giant') for reg in ('', '_reg4')},
     'vit_base_r50_s16_384': 'vit_base_r50_s16_224',
+    **{name: 'vit_xsmall_patch16_clip_224' for name in zoo.list_backbones('vit_*_clip_*')
+       if name != 'vit_xsmall_patch16_clip_224'},  # CLIP: the ViT classes; QuickGELU in test_clip.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

@@ -15,6 +15,7 @@ from ..contract import Backbone, Taps
 from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
+from ..core.layers import activation_layer
 from ..core.qkv import FusedQKV, QVBiasQKV
 from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
@@ -40,6 +41,8 @@ class ViTEncoder(nn.Module):
     patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
     ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
     swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
+    act: the MLPs' activation, a name of :data:`zoo.core.ACTIVATIONS` ('quick_gelu' for OpenAI's CLIP towers);
+    pre_norm: a LayerNorm on the tokens before the blocks (``norm_pre``, CLIP's ``ln_pre``; timm's ``pre_norm``).
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
@@ -52,7 +55,7 @@ class ViTEncoder(nn.Module):
                  norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
                  alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 swiglu: bool = False):
+                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
@@ -73,13 +76,14 @@ class ViTEncoder(nn.Module):
         else:
             raise ValueError(f"pos_embed must be 'learned', 'sincos' or 'none', got {pos_embed!r}")
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
+        self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
                   norm_placement='post' if post_norm else 'pre',
                   attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate),
-                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else {}))
+                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else dict(act_layer=activation_layer(act))))
             for rate in rates)
         self.apply(init_linear)
 
@@ -115,14 +119,15 @@ class ViTEncoder(nn.Module):
         return self.add_prefix_and_positions(x, grid), grid
 
     def add_prefix_and_positions(self, x: torch.Tensor, grid) -> torch.Tensor:
-        """Patch tokens 'b (h w) d' -> 'b (p + h w) d': prefix tokens prepended, positions added, dropout."""
+        """Patch tokens 'b (h w) d' -> 'b (p + h w) d': prefix tokens prepended, positions added, dropout, then the
+        pre-norm (``pre_norm``)."""
         if self.pos_embed is None:
             x = self.prefix(x)
         elif self.pos_embed.num_prefix:
             x = self.prefix(x) + self.pos_embed(grid)
         else:
             x = self.prefix(x + self.pos_embed(grid))
-        return self.pos_drop(x)
+        return self.norm_pre(self.pos_drop(x))
 
     def run_blocks(self, x: torch.Tensor, grid, taps=(), stop: int | None = None):
         """Blocks 0..stop-1 on tokens 'b n d'; returns the last tokens and those after each tap index."""

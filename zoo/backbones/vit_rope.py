@@ -12,10 +12,16 @@ timm builds them in its EVA model; :mod:`zoo.weights.eva` converts those checkpo
 """
 from __future__ import annotations
 
-from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
+from ..registry import (
+    HALF_MEAN,
+    HALF_STD,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    register_variant,
+)
 from .vit import VIT, VIT_SIZES
-
-CLIP_MEAN, CLIP_STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
 
 _AXIAL = dict(kind='axial', temperature=100.0, indexing='xy')
 _MIXED = dict(kind='mixed', temperature=10.0, indexing='xy')
@@ -32,7 +38,7 @@ _SBB_SIZES = {'medium': dict(embed_dim=512, depth=12, num_heads=8),
               'base': VIT_SIZES['base']}
 _SBB_ROPE = dict(kind='axial', temperature=10000.0, indexing='ij', ref_grid=(16, 16))
 for _size, _registers in (('medium', 1), ('mediumd', 1), ('betwixt', 4), ('base', 1)):
-    _mean, _std = (CLIP_MEAN, CLIP_STD) if _size == 'betwixt' else (HALF_MEAN, HALF_STD)
+    _mean, _std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if _size == 'betwixt' else (HALF_MEAN, HALF_STD)
     register_variant(f'vit_{_size}_patch16_rope_reg{_registers}_gap_256', VIT, mean=_mean, std=_std, input_size=256,
                      patch_size=16, init_values=1e-5, class_token=False, reg_tokens=_registers, pos_embed='none',
                      rope=_SBB_ROPE, key_bias=False, head=dict(global_pool='avg'), **_SBB_SIZES[_size])

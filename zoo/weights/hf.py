@@ -2,9 +2,12 @@
 
 CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``classifier``) and ``CvtModel``
 (``encoder.stages...``), from a ``save_pretrained`` folder, its weights file or a state dict.
+CLIP image towers (the ``vit`` family): ``CLIPVisionModel``, ``CLIPVisionModelWithProjection``, ``CLIPModel``
+(:mod:`.clip`). DINOv2: :mod:`.dinov2`.
 """
 from __future__ import annotations
 
+from .clip import clip_from_hf
 from .dinov2 import dinov2_from_hf
 from .rename import rename_keys, rules
 
@@ -38,4 +41,4 @@ def cvt_from_hf(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf}
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'vit': clip_from_hf}

@@ -44,18 +44,21 @@ def of_rank(value: torch.Tensor, key: str, form: str, fix: str) -> torch.Tensor:
     return value
 
 
-def fused_qkv(parts: dict, prefix: str, kind: str, model: str) -> torch.Tensor:
+def fused_qkv(parts: dict, prefix: str, kind: str, model: str,
+              names: tuple[str, str, str] = ('query', 'key', 'value')) -> torch.Tensor:
     """One layer's query, key and value ``kind`` ('weight' or 'bias'), as transformers' ``model`` saves them under
-    ``prefix``, stacked as the fused qkv's rows; an error naming the key when one is missing or the shapes differ."""
+    ``prefix`` (``parts`` keyed by ``names``, the file's names of the three: ``('q_proj', 'k_proj', 'v_proj')`` in
+    CLIP), stacked as the fused qkv's rows; an error naming the key when one is missing or the shapes differ."""
     fix = (f"transformers' {model} saves query, key and value (weight and bias) of every layer, of one shape; the "
            f"weights file is incomplete or damaged: save the model again with save_pretrained")
-    for part in ('query', 'key', 'value'):
+    for part in names:
         if part not in parts:
             raise CheckpointLayoutError(f'{prefix}.{part}.{kind}', 'missing beside '
                                         f"{', '.join(f'{p}.{kind}' for p in sorted(parts))}", fix)
     shapes = {tuple(v.shape) for v in parts.values()}
     rank = 2 if kind == 'weight' else 1
     if len(shapes) != 1 or len(next(iter(shapes))) != rank:
-        raise CheckpointLayoutError(f'{prefix}.query.{kind}', f"query, key and value {kind}s must be {rank}-D of one "
-                                    f"shape, got {', '.join(f'{p} {tuple(v.shape)}' for p, v in parts.items())}", fix)
-    return torch.cat([parts['query'], parts['key'], parts['value']])
+        raise CheckpointLayoutError(f'{prefix}.{names[0]}.{kind}', f"query, key and value {kind}s must be {rank}-D of "
+                                    f"one shape, got {', '.join(f'{p} {tuple(v.shape)}' for p, v in parts.items())}",
+                                    fix)
+    return torch.cat([parts[name] for name in names])

@@ -1,0 +1,62 @@
+"""transformers' CLIP image tower -> :mod:`zoo.backbones.clip` (the :mod:`zoo.backbones.vit` family).
+
+``CLIPVisionModel`` and ``CLIPVisionModelWithProjection`` (``vision_model.*``, the latter with ``visual_projection``),
+or ``CLIPModel`` (its ``text_model.*``, ``text_projection`` and ``logit_scale`` are left out): ``embeddings.*`` (the
+class embedding 'd', the position table '(1 + h w) d'), ``pre_layrnorm`` (sic), ``encoder.layers.N`` with
+``self_attn.{q,k,v}_proj`` (fused here) and ``out_proj``, ``layer_norm1/2``, ``mlp.fc1/fc2``, ``post_layernorm``.
+The projection (no bias) becomes the classifier's head with a zero bias. timm's CLIP files are its ViT layout
+(:func:`zoo.weights.timm.vit_from_timm`).
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from .io import CheckpointError
+from .layout_error import fused_qkv, of_rank, required
+from .rename import rename_keys, rules
+
+_RULES = rules(r"""
+    ^vision_model\.                             ->
+    ^embeddings\.class_embedding$               -> prefix.cls
+    ^embeddings\.patch_embedding\.              -> patch_embed.proj.
+    ^embeddings\.position_embedding\.weight$    -> pos_embed.weight
+    ^pre_layrnorm\.                             -> norm_pre.
+    ^encoder\.layers\.(\d+)\.                   -> blocks.\1.
+    \.self_attn\.out_proj\.                     -> .attn.proj.
+    \.self_attn\.([qkv]_proj)\.                 -> .attn.\1.
+    \.layer_norm(\d)\.                          -> .norm\1.
+    ^post_layernorm\.                           -> norm.
+    ^visual_projection\.weight$                 -> head.weight
+""")
+_QKV = re.compile(r'^(blocks\.(\d+))\.attn\.([qkv]_proj)\.(weight|bias)$')
+_NOT_VISION = ('text_model.', 'text_projection.', 'logit_scale')
+
+
+def clip_from_hf(state: dict) -> dict:
+    """transformers' CLIP vision layout (see the module docstring) -> this project's ViT keys."""
+    state = {k: v for k, v in state.items() if not k.startswith(_NOT_VISION) and not k.endswith('.position_ids')}
+    if not any(k.endswith('embeddings.class_embedding') for k in state):
+        raise CheckpointError("not transformers' CLIP vision layout (no 'embeddings.class_embedding'), the one hf "
+                              "layout of the 'vit' family; load with format='auto' (the layout is told from the keys) "
+                              "or the layout the file is in")
+    root = 'vision_model.' if any(k.startswith('vision_model.') for k in state) else ''  # as the file names keys
+    out, parts = {}, {}
+    for key, value in rename_keys(state, _RULES).items():
+        match = _QKV.match(key)
+        if match:
+            parts.setdefault((match[1], match[4]), {})[match[3]] = value
+        else:
+            out[key] = value
+    for (block, kind), qkv in parts.items():
+        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"{root}encoder.layers.{block.split('.')[1]}.self_attn",
+                                                    kind, 'CLIPVisionModel', names=('q_proj', 'k_proj', 'v_proj'))
+    fix = "transformers' CLIPVisionModel saves it so; save the model again with save_pretrained"
+    out['prefix.cls'] = of_rank(out['prefix.cls'], f'{root}embeddings.class_embedding', 'd', fix).reshape(1, 1, -1)
+    table = f'{root}embeddings.position_embedding.weight'
+    pos = required(out, 'pos_embed.weight', 'CLIPVisionModel', 'the position table', table)
+    out['pos_embed.weight'] = of_rank(pos, table, '(1 + h w) d', fix)[None]
+    if 'head.weight' in out:  # CLIP's projection has no bias
+        out['head.bias'] = torch.zeros(out['head.weight'].shape[0], dtype=out['head.weight'].dtype)
+    return out
