@@ -37,6 +37,16 @@ def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:
     return files
 
 
+def check_paired(images: dict, others: dict, what: str, expected, layout: str, hint: str = '') -> None:
+    """FileNotFoundError unless every stem of ``images`` (``{stem: path}``) has one in ``others``: it counts the
+    images without ``what`` (e.g. 'label map'), names the first one and the file ``expected(stem)`` it looked for,
+    and the ``layout``."""
+    missing = [stem for stem in images if stem not in others]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} image(s) have no {what}, e.g. {images[missing[0]]}: expected "
+                                f"{expected(missing[0])}; expected the layout {layout}{hint}")
+
+
 def checked_fraction(fraction) -> float:
     """``fraction`` as a float, or a ValueError unless it is a number in (0, 1]."""
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..registry import DATASETS
 from ..visualization.draw import default_palette
-from .base import DenseDataset, list_files
+from .base import DenseDataset, check_paired, list_files
 
 
 @DATASETS.register_module()
@@ -41,12 +41,8 @@ class FolderSegDataset(DenseDataset):
     def load_data_list(self) -> list[dict]:
         images = list_files(self.data_prefix['img_path'], self.img_suffix, 'image', self.layout())
         labels = list_files(self.data_prefix['seg_map_path'], self.seg_suffix, 'annotation', self.layout())
-        missing = [stem for stem in images if stem not in labels]
-        if missing:
-            raise FileNotFoundError(
-                f"{len(missing)} image(s) have no label map, e.g. {images[missing[0]]}: expected "
-                f"{self.data_prefix['seg_map_path']}/{missing[0]}{self.seg_suffix}; expected the layout "
-                f"{self.layout()}")
+        check_paired(images, labels, 'label map', lambda stem: f"{self.data_prefix['seg_map_path']}/{stem}"
+                     f"{self.seg_suffix}", self.layout())
         return [dict(img_path=str(path), seg_map_path=str(labels[stem]), label_map=self.label_map,
                      reduce_zero_label=self.reduce_zero_label, seg_fields=[])
                 for stem, path in images.items()]

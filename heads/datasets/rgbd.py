@@ -15,7 +15,7 @@ from ..io.depth import (
     stems,
 )
 from ..registry import DATASETS
-from .base import DenseDataset
+from .base import DenseDataset, check_paired
 
 
 @DATASETS.register_module()
@@ -103,12 +103,8 @@ class RGBDFolderDataset(DenseDataset):
         depths = stems(depth_dir, (self.depth_suffix,) if self.depth_suffix else (*DEPTH_SUFFIXES, '.exr'))
         if not images:
             raise ValueError(f"image folder {rgb_dir} holds no images; expected the layout {self.layout()}")
-        missing = [stem for stem in images if stem not in depths]
-        if missing:
-            raise FileNotFoundError(
-                f"{len(missing)} image(s) have no depth map, e.g. {images[missing[0]]}: expected "
-                f"{depth_dir}/{missing[0]}{self.depth_suffix or '.png'}; expected the layout {self.layout()} "
-                f"(tools/check_dataset.py lists them all)")
+        check_paired(images, depths, 'depth map', lambda stem: f"{depth_dir}/{stem}{self.depth_suffix or '.png'}",
+                     self.layout(), ' (tools/check_dataset.py lists them all)')
         return [(stem, path, depths[stem]) for stem, path in images.items()]
 
     def _intrinsics(self):

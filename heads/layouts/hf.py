@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from zoo.weights.dinov2 import dinov2_from_hf
-from zoo.weights.layout_error import fused_qkv
+from zoo.weights.layout_error import fused_qkv, gather_qkv
 from zoo.weights.rename import rename_keys, rules
 
 from .dpt_names import HF_NECK_RULES, keep_backbone_blocks
@@ -37,20 +37,14 @@ _DPT_RULES = [
     """),
     *HF_NECK_RULES,
 ]
-_QKV = re.compile(r'^dpt\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
+_QKV = re.compile(r'^dpt\.encoder\.layer\.(?P<layer>\d+)\.attention\.attention\.(?P<part>query|key|value)\.'
+                  r'(?P<kind>weight|bias)$')
 _UNUSED = re.compile(r'^dpt\.(layernorm|pooler)\.')
 
 
 def convert_hf_dpt_state(state: dict, num_blocks: int) -> dict:
     """HF DPT keys to ours; blocks from ``num_blocks`` on (after the last tap) are dropped."""
-    out, qkv = {}, {}
-    for key, value in state.items():
-        match = _QKV.match(key)
-        if match:
-            qkv.setdefault((int(match[1]), match[3]), {})[match[2]] = value
-            continue
-        if not _UNUSED.match(key):
-            out[key] = value
+    out, qkv = gather_qkv({k: v for k, v in state.items() if not _UNUSED.match(k)}, _QKV)
     out = rename_keys(out, _DPT_RULES)
     for (block, kind), parts in qkv.items():
         layer = f'dpt.encoder.layer.{block}.attention.attention'

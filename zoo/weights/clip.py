@@ -14,7 +14,7 @@ import re
 import torch
 
 from .io import CheckpointError
-from .layout_error import fused_qkv, of_rank, required
+from .layout_error import fused_qkv, gather_qkv, of_rank, required
 from .rename import rename_keys, rules
 
 _RULES = rules(r"""
@@ -30,7 +30,7 @@ _RULES = rules(r"""
     ^post_layernorm\.                           -> norm.
     ^visual_projection\.weight$                 -> head.weight
 """)
-_QKV = re.compile(r'^(blocks\.(\d+))\.attn\.([qkv]_proj)\.(weight|bias)$')
+_QKV = re.compile(r'^(?P<layer>blocks\.\d+)\.attn\.(?P<part>[qkv]_proj)\.(?P<kind>weight|bias)$')
 _NOT_VISION = ('text_model.', 'text_projection.', 'logit_scale')
 
 
@@ -42,13 +42,7 @@ def clip_from_hf(state: dict) -> dict:
                               "layout of the 'vit' family; load with format='auto' (the layout is told from the keys) "
                               "or the layout the file is in")
     root = 'vision_model.' if any(k.startswith('vision_model.') for k in state) else ''  # as the file names keys
-    out, parts = {}, {}
-    for key, value in rename_keys(state, _RULES).items():
-        match = _QKV.match(key)
-        if match:
-            parts.setdefault((match[1], match[4]), {})[match[3]] = value
-        else:
-            out[key] = value
+    out, parts = gather_qkv(rename_keys(state, _RULES), _QKV)
     for (block, kind), qkv in parts.items():
         out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"{root}encoder.layers.{block.split('.')[1]}.self_attn",
                                                     kind, 'CLIPVisionModel', names=('q_proj', 'k_proj', 'v_proj'))

@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from .layout_error import CheckpointLayoutError, fused_qkv, of_rank, required
+from .layout_error import CheckpointLayoutError, fused_qkv, gather_qkv, of_rank, required
 from .rename import rename_keys, rules
 
 _OFFICIAL_RULES = rules(r"""
@@ -70,18 +70,13 @@ _HF_RULES = rules(r"""
     \.mlp\.weights_out\.                         -> .mlp.w3.
     ^layernorm\.                                 -> norm.
 """)
-_HF_QKV = re.compile(r'^(blocks\.\d+)\.attention\.attention\.(query|key|value)\.(weight|bias)$')
+_HF_QKV = re.compile(r'^(?P<layer>blocks\.\d+)\.attention\.attention\.(?P<part>query|key|value)\.'
+                     r'(?P<kind>weight|bias)$')
 
 
 def dinov2_from_hf(state: dict) -> dict:
     """transformers' layout (see the module docstring): renamed to the official one, q/k/v fused, then converted."""
-    out, parts = {}, {}
-    for key, value in rename_keys(state, _HF_RULES).items():
-        match = _HF_QKV.match(key)
-        if match:
-            parts.setdefault((match[1], match[3]), {})[match[2]] = value
-        else:
-            out[key] = value
+    out, parts = gather_qkv(rename_keys(state, _HF_RULES), _HF_QKV)
     for (block, kind), qkv in parts.items():
         out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"encoder.layer.{block.split('.')[1]}.attention.attention",
                                                     kind, 'Dinov2Model')

@@ -44,6 +44,19 @@ def of_rank(value: torch.Tensor, key: str, form: str, fix: str) -> torch.Tensor:
     return value
 
 
+def gather_qkv(state: dict, pattern: re.Pattern) -> tuple[dict, dict]:
+    """``state`` split into its separate query/key/value tensors, those whose key ``pattern`` matches (named groups
+    ``layer``, ``part`` and ``kind``: 'weight' or 'bias'), as ``{(layer, kind): {part: tensor}}``, and the rest."""
+    rest, parts = {}, {}
+    for key, value in state.items():
+        match = pattern.match(key)
+        if match:
+            parts.setdefault((match['layer'], match['kind']), {})[match['part']] = value
+        else:
+            rest[key] = value
+    return rest, parts
+
+
 def fused_qkv(parts: dict, prefix: str, kind: str, model: str,
               names: tuple[str, str, str] = ('query', 'key', 'value')) -> torch.Tensor:
     """One layer's query, key and value ``kind`` ('weight' or 'bias'), as transformers' ``model`` saves them under
