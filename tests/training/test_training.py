@@ -102,9 +102,8 @@ SMALL_CLIP = ['model.backbone.name=vit_base_patch16_clip_quickgelu_224', 'model.
 # Iterations: about 1.5x what each took to clear the bar in a trial run with validation every 40 iterations
 # (at 160x120: ViT 16.1 mIoU at 50, CvT 14.2 at 40, CoAtNet 16.1 at 40, CrossViT 17.8 at 80; CLIP, validated every
 # 20 of 80, 16.9 at 20, 19.0 at 60, 20.8 at 80). These runs on an AVX2 EPYC (2026-12-02): ViT 17.1, CvT 17.8,
-# CrossViT 16.8 against a bar of 10.7; CLIP 15.24 at 30 on an AVX-512/AMX Xeon (2026-12-03,
-# 27 s with OMP_NUM_THREADS=1 while another job used the other core; the same mIoU in runs of 78 s and 148 s
-# with that job on both cores).
+# CrossViT 16.8 against a bar of 10.7; CLIP at 30 on an AVX-512/AMX Xeon (2026-12-03):
+# 15.29 in 27 s with OMP_NUM_THREADS=1 while another job used the other core, 15.24 with 2 threads (twice).
 @pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 75), (SMALL_CVT, 60), (SMALL_COATNET, 60),
                                                (SMALL_CROSSVIT, 120), (SMALL_CLIP, 30)],
                          ids=['vit', 'cvt', 'coatnet', 'crossvit', 'clip'])
