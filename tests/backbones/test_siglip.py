@@ -1,7 +1,8 @@
 """SigLIP / SigLIP 2 image towers (zoo.backbones.siglip): every registered name builds timm's model (keys, shapes,
 activation, norm eps, no class token); reduced-depth towers with the MAP head and with average pooling give timm's
 logits and pooled features at the native size and a non-square one; the full-size smallest tower has timm's parameter
-count; the MAP head is the core Attention with a probe part; the backbone taps non-square inputs."""
+count; the MAP head is the core Attention with a probe part; the backbone taps non-square inputs; transformers'
+SiglipVisionModel and SiglipModel folders load and give their hidden states and pooled output."""
 import pytest
 import torch
 from torch import nn
@@ -10,7 +11,7 @@ import zoo
 from zoo.core import GELUTanh, ProbePool, ProbeQKV
 from zoo.weights.timm import vit_from_timm
 
-from ..reference import save_safetensors, timm_reference
+from ..reference import perturb_, save_safetensors, timm_reference
 
 timm = pytest.importorskip('timm')
 SMALLEST = 'vit_base_patch16_siglip_224'
@@ -104,3 +105,53 @@ def test_timms_classifier_file_loads_into_the_backbone(tmp_path):
         (got,), _ = backbone.forward_taps(x)
         want = reference.forward_intermediates(x, indices=[1], intermediates_only=True, norm=False)[0]
     assert (got - want).abs().max() <= 1e-4
+
+
+HF_SMALL = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=64,
+                patch_size=16)
+OURS_SMALL = dict(embed_dim=64, depth=2, num_heads=4, mlp_ratio=2, img_size=64, patch_size=16)
+NAME_TANH = 'vit_base_patch32_siglip_256'  # transformers' default activation: the tanh GELU
+
+
+def _hf_model(cls: str, tmp_path):
+    transformers = pytest.importorskip('transformers')
+    if cls == 'SiglipModel':
+        config = transformers.SiglipConfig(vision_config=HF_SMALL, text_config=dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, vocab_size=99))
+    else:
+        config = transformers.SiglipVisionConfig(**HF_SMALL)
+    reference = perturb_(getattr(transformers, cls)(config)).eval()
+    reference.save_pretrained(tmp_path)
+    return reference
+
+
+@pytest.mark.parametrize('cls', ['SiglipVisionModel', 'SiglipModel'])
+def test_transformers_siglip_loads_to_its_hidden_states_and_pooled_output(cls, tmp_path):
+    reference = _hf_model(cls, tmp_path)
+    backbone = zoo.create_backbone(NAME_TANH, out_indices=(1,), pretrained=tmp_path, **OURS_SMALL).eval()
+    report = zoo.load_pretrained(pooled := zoo.create_classifier(NAME_TANH, **OURS_SMALL), tmp_path)
+    assert report.format == 'hf' and not (report.missing or report.unexpected)
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        vision = reference.vision_model if cls == 'SiglipModel' else reference
+        out = vision(pixel_values=x, output_hidden_states=True)
+        (got,), _ = backbone.forward_taps(x)
+        features = pooled.eval().forward_features(x)
+        embeds = pooled(x)
+    hidden = out.hidden_states[-1]  # 'b (h w) d' before post_layernorm
+    assert (got - hidden.transpose(1, 2).reshape(got.shape)).abs().max() <= 1e-4
+    assert (features - out.last_hidden_state).abs().max() <= 1e-4
+    assert (embeds - out.pooler_output).abs().max() <= 1e-4
+
+
+def test_transformers_folder_missing_a_value_projection_names_the_key(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from zoo.weights import CheckpointLayoutError
+    _hf_model('SiglipVisionModel', tmp_path)
+    state = load_file(tmp_path / 'model.safetensors')
+    key = next(k for k in state if k.endswith('encoder.layers.0.self_attn.v_proj.weight'))
+    del state[key]
+    save_file(state, tmp_path / 'model.safetensors')
+    with pytest.raises(CheckpointLayoutError, match=f"key '{key}': missing beside k_proj.weight, q_proj.weight"):
+        zoo.create_backbone(NAME_TANH, pretrained=tmp_path, **OURS_SMALL)

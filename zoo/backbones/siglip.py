@@ -7,7 +7,8 @@ The pooled feature is SigLIP's MAP head (``global_pool='map'``: a learned probe 
 core's Attention, then a residual MLP; :class:`zoo.core.ProbePool`) or, for the ``_gap_`` names, the mean of the
 normed tokens (``fc_norm=False``). timm's default weights of every name are the tower alone (``num_classes=0``).
 Where Big Vision trained a tower with the tanh GELU, its MLPs (and the MAP head's) use it (``act='gelu_tanh'``).
-:mod:`zoo.weights` reads timm's files (:func:`zoo.weights.timm.vit_from_timm`, the MAP head's keys renamed).
+:mod:`zoo.weights` reads timm's files (:func:`zoo.weights.timm.vit_from_timm`, the MAP head's keys renamed) and
+transformers' ``SiglipVisionModel`` / ``SiglipModel`` (:mod:`zoo.weights.siglip`).
 """
 from __future__ import annotations
 
