@@ -27,6 +27,8 @@ COVERED_BY = {
     'vit_base_r50_s16_384': 'vit_base_r50_s16_224',
     **{name: 'vit_xsmall_patch16_clip_224' for name in zoo.list_backbones('vit_*_clip_*')
        if name != 'vit_xsmall_patch16_clip_224'},  # CLIP: the ViT classes; QuickGELU in test_clip.py
+    **{name: 'vit_base_patch16_siglip_224' for name in zoo.list_backbones('vit_*_siglip_*')
+       if name != 'vit_base_patch16_siglip_224'},  # SigLIP: the ViT classes; the heads in test_siglip.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

@@ -16,6 +16,7 @@ from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixToke
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
 from ..core.layers import activation_layer
+from ..core.pooling import ProbePool
 from ..core.qkv import FusedQKV, QVBiasQKV
 from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
@@ -150,23 +151,33 @@ class ViTEncoder(nn.Module):
 
 class ViTClassifier(ViTEncoder):
     """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens, 'attention' = a
-    learned query attending over the patch tokens, :class:`zoo.core.AttentionPool`) and head.
+    learned query attending over itself and the patch tokens, :class:`zoo.core.AttentionPool`; 'map' = a learned
+    probe attending over the patch tokens, then a residual MLP, :class:`zoo.core.ProbePool`, SigLIP's MAP head with
+    the blocks' MLP width and activation) and head.
 
-    As in timm, 'avg' (and 'attention') pooling normalises after pooling (``fc_norm``) instead of before (``norm``).
+    As in timm, 'avg' (and 'attention') pooling normalises after pooling (``fc_norm``) instead of before (``norm``);
+    ``fc_norm=False`` normalises the tokens before 'avg' pooling instead (SigLIP's ``_gap_`` towers). 'map' normalises
+    the tokens before pooling.
     """
 
-    def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0, **kwargs):
+    def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0,
+                 fc_norm: bool | None = None, **kwargs):
         super().__init__(**kwargs)
-        if global_pool not in ('token', 'avg', 'attention'):
-            raise ValueError(f"global_pool must be 'token', 'avg' or 'attention', got {global_pool!r}")
+        if global_pool not in ('token', 'avg', 'attention', 'map'):
+            raise ValueError(f"global_pool must be 'token', 'avg', 'attention' or 'map', got {global_pool!r}")
         if global_pool == 'token' and not self.num_prefix_tokens:
             raise ValueError("global_pool='token' needs a prefix token; use class_token=True or global_pool='avg'")
         self.global_pool, self.num_classes = global_pool, num_classes
         norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
-        self.norm = norm(self.embed_dim) if global_pool == 'token' else nn.Identity()
-        self.fc_norm = norm(self.embed_dim) if global_pool != 'token' else nn.Identity()
+        fc_norm = global_pool in ('avg', 'attention') if fc_norm is None else fc_norm
+        self.norm = nn.Identity() if fc_norm else norm(self.embed_dim)
+        self.fc_norm = norm(self.embed_dim) if fc_norm else nn.Identity()
         if global_pool == 'attention':
             self.attn_pool = AttentionPool(self.embed_dim, self.blocks[0].attn.num_heads)
+        elif global_pool == 'map':
+            mlp = self.blocks[0].mlp
+            self.attn_pool = ProbePool(self.embed_dim, self.blocks[0].attn.num_heads, mlp.fc2.in_features, norm,
+                                       type(mlp.act))
         self.head_drop = nn.Dropout(head_drop) if head_drop else nn.Identity()
         self.head = self._new_head()
 
@@ -185,7 +196,7 @@ class ViTClassifier(ViTEncoder):
         if self.global_pool == 'token':
             return x[:, 0]
         patches = x[:, self.num_prefix_tokens:]
-        return self.attn_pool(patches) if self.global_pool == 'attention' else patches.mean(dim=1)
+        return patches.mean(dim=1) if self.global_pool == 'avg' else self.attn_pool(patches)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False):
         x = self.head_drop(self.fc_norm(self.pool(x)))

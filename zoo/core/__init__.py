@@ -12,6 +12,7 @@ from .layers import (
                         ACTIVATIONS,
                         Dropout,
                         DropPath,
+                        GELUTanh,
                         LayerScale,
                         Mlp,
                         QuickGELU,
@@ -24,9 +25,9 @@ from .linear import Linear
 from .linear_bn import BNLinear, LinearBN
 from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
-from .pooling import AttentionPool
+from .pooling import AttentionPool, ProbePool
 from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .qkv import ConvQKV, FusedQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
+from .qkv import ConvQKV, FusedQKV, ProbeQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .std_conv import MaxPool2dSame, StdConv2d, pad_same
 from .tokens import PrefixTokens
@@ -34,9 +35,9 @@ from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
 __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
-           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'Grid', 'LayerNorm6', 'LayerScale',
+           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'GELUTanh', 'Grid', 'LayerNorm6', 'LayerScale',
            'LearnedPosEmbed', 'Linear', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed',
-           'PrefixTokens', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
+           'PrefixTokens', 'ProbePool', 'ProbeQKV', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
            'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
            'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

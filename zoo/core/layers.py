@@ -63,8 +63,16 @@ class QuickGELU(nn.Module):
         return x * torch.sigmoid(1.702 * x)
 
 
+class GELUTanh(nn.GELU):
+    """GELU with the tanh approximation (timm's ``gelu_tanh``: SigLIP's towers where Big Vision trained them so)."""
+
+    def __init__(self):
+        super().__init__(approximate='tanh')
+
+
 #: Activation names a family's ``act`` option takes.
-ACTIVATIONS: dict[str, type[nn.Module]] = {'gelu': nn.GELU, 'quick_gelu': QuickGELU, 'silu': nn.SiLU, 'relu': nn.ReLU}
+ACTIVATIONS: dict[str, type[nn.Module]] = {'gelu': nn.GELU, 'gelu_tanh': GELUTanh, 'quick_gelu': QuickGELU,
+                                           'silu': nn.SiLU, 'relu': nn.ReLU}
 
 
 def activation_layer(name: str) -> type[nn.Module]:

@@ -1,7 +1,8 @@
 """q/k/v projections, the pluggable front of :class:`zoo.core.attention.Attention`.
 
 Each takes tokens 'b n c' (and the grid, for the parts that need it) and returns q 'b m c', k 'b n c', v 'b n c':
-m = n, but for :class:`SeparateQKV` built with ``num_queries`` (the first m tokens ask) and
+m = n, but for :class:`SeparateQKV` built with ``num_queries`` (the first m tokens ask), :class:`ProbeQKV` (m
+probe tokens ask the n tokens after them: k and v 'b (n - m) c') and
 :class:`StridedQueryQKV` (the tokens of a subgrid ask).
 """
 from __future__ import annotations
@@ -41,6 +42,26 @@ class SeparateQKV(nn.Module):
 
     def extra_repr(self) -> str:
         return '' if self.num_queries is None else f"num_queries={self.num_queries}"
+
+
+class ProbeQKV(nn.Module):
+    """Learned probes asking the tokens (SigLIP's MAP head, timm's ``AttentionPoolLatent``): x is 'b (m + n) c' with
+    the m probe tokens first; q projects the probes (``q``), k and v the n tokens only, from one Linear laid out
+    [k | v] (``kv``). Unlike :class:`SeparateQKV` with ``num_queries``, the probes are not among the keys."""
+
+    def __init__(self, dim: int, bias: bool = True, num_queries: int = 1):
+        super().__init__()
+        self.num_queries = num_queries
+        self.q = nn.Linear(dim, dim, bias=bias)
+        self.kv = nn.Linear(dim, 2 * dim, bias=bias)
+
+    def forward(self, x: torch.Tensor, grid=None):
+        m = self.num_queries
+        k, v = self.kv(x[:, m:]).chunk(2, dim=-1)
+        return self.q(x[:, :m]), k, v
+
+    def extra_repr(self) -> str:
+        return f"num_queries={self.num_queries}"
 
 
 class ConvQKV(SeparateQKV):

@@ -38,9 +38,9 @@ def clip_from_hf(state: dict) -> dict:
     """transformers' CLIP vision layout (see the module docstring) -> this project's ViT keys."""
     state = {k: v for k, v in state.items() if not k.startswith(_NOT_VISION) and not k.endswith('.position_ids')}
     if not any(k.endswith('embeddings.class_embedding') for k in state):
-        raise CheckpointError("not transformers' CLIP vision layout (no 'embeddings.class_embedding'), the one hf "
-                              "layout of the 'vit' family; load with format='auto' (the layout is told from the keys) "
-                              "or the layout the file is in")
+        raise CheckpointError("not transformers' CLIP vision layout (no 'embeddings.class_embedding') nor its SigLIP "
+                              "one (a patch embedding and no class embedding), the hf layouts of the 'vit' family; "
+                              "load with format='auto' (the layout is told from the keys) or the layout the file is in")
     root = 'vision_model.' if any(k.startswith('vision_model.') for k in state) else ''  # as the file names keys
     out, parts = gather_qkv(rename_keys(state, _RULES), _QKV)
     for (block, kind), qkv in parts.items():

@@ -3,13 +3,15 @@
 CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``classifier``) and ``CvtModel``
 (``encoder.stages...``), from a ``save_pretrained`` folder, its weights file or a state dict.
 CLIP image towers (the ``vit`` family): ``CLIPVisionModel``, ``CLIPVisionModelWithProjection``, ``CLIPModel``
-(:mod:`.clip`). DINOv2: :mod:`.dinov2`.
+(:mod:`.clip`); SigLIP image towers (also ``vit``): ``SiglipVisionModel``, ``SiglipModel`` (:mod:`.siglip`), told
+apart by the keys. DINOv2: :mod:`.dinov2`.
 """
 from __future__ import annotations
 
 from .clip import clip_from_hf
 from .dinov2 import dinov2_from_hf
 from .rename import rename_keys, rules
+from .siglip import is_siglip_layout, siglip_from_hf
 
 _PROJ = r'convolution_projection_(query|key|value)\.convolution_projection\.'
 _CVT_RULES = [
@@ -41,4 +43,9 @@ def cvt_from_hf(state: dict) -> dict:
     return rename_keys(state, _CVT_RULES)
 
 
-FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'vit': clip_from_hf}
+def vit_from_hf(state: dict) -> dict:
+    """transformers' SigLIP or CLIP image tower, as the keys tell."""
+    return siglip_from_hf(state) if is_siglip_layout(state) else clip_from_hf(state)
+
+
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'vit': vit_from_hf}

@@ -17,8 +17,17 @@ _VIT_RENAMES = {'cls_token': 'prefix.cls', 'dist_token': 'prefix.dist', 'reg_tok
                 'pos_embed': 'pos_embed.weight'}
 
 
+# timm's MAP head (AttentionPoolLatent: SigLIP) -> zoo.core.ProbePool: its q / kv / proj fill the attention's slots
+_MAP_RULES = rules(r"""
+    ^attn_pool\.(q|kv)\.  -> attn_pool.attn.qkv.\1.
+    ^attn_pool\.proj\.    -> attn_pool.attn.proj.
+""")
+
+
 def vit_from_timm(state: dict) -> dict:
     state = eva_to_vit(state) if is_eva_layout(state) else state  # timm's RoPE ViTs (its EVA model)
+    if 'attn_pool.latent' in state:
+        state = rename_keys(state, _MAP_RULES)
     return {_VIT_RENAMES.get(k, k): v for k, v in state.items()}
 
 
