@@ -10,27 +10,17 @@
 """
 from __future__ import annotations
 
-import re
-
+from .clip import TOWER_RULES, vision_tower
 from .io import CheckpointError
-from .layout_error import fused_qkv, gather_qkv, of_rank, required
-from .rename import rename_keys, rules
+from .layout_error import of_rank, required
+from .rename import rules
 
-_RULES = rules(r"""
-    ^vision_model\.                             ->
-    ^embeddings\.patch_embedding\.              -> patch_embed.proj.
-    ^embeddings\.position_embedding\.weight$    -> pos_embed.weight
-    ^encoder\.layers\.(\d+)\.                   -> blocks.\1.
-    \.self_attn\.out_proj\.                     -> .attn.proj.
-    \.self_attn\.([qkv]_proj)\.                 -> .attn.\1.
-    \.layer_norm(\d)\.                          -> .norm\1.
-    ^post_layernorm\.                           -> norm.
+_RULES = TOWER_RULES + rules(r"""
     ^head\.probe$                               -> attn_pool.latent
     ^head\.attention\.out_proj\.                -> attn_pool.attn.proj.
     ^head\.layernorm\.                          -> attn_pool.norm.
     ^head\.mlp\.                                -> attn_pool.mlp.
 """)
-_QKV = re.compile(r'^(?P<layer>blocks\.\d+)\.attn\.(?P<part>[qkv]_proj)\.(?P<kind>weight|bias)$')
 _NOT_VISION = ('text_model.', 'logit_scale', 'logit_bias')
 
 
@@ -42,15 +32,10 @@ def is_siglip_layout(state: dict) -> bool:
 
 def siglip_from_hf(state: dict) -> dict:
     """transformers' SigLIP vision layout (see the module docstring) -> this project's ViT keys."""
-    state = {k: v for k, v in state.items() if not k.startswith(_NOT_VISION) and not k.endswith('.position_ids')}
-    if not is_siglip_layout(state):
+    if not is_siglip_layout({k: v for k, v in state.items() if not k.startswith(_NOT_VISION)}):
         raise CheckpointError("not transformers' SigLIP vision layout (no 'embeddings.patch_embedding.weight', or a "
                               "CLIP 'embeddings.class_embedding'); load with format='auto'")
-    root = 'vision_model.' if any(k.startswith('vision_model.') for k in state) else ''  # as the file names keys
-    out, parts = gather_qkv(rename_keys(state, _RULES), _QKV)
-    for (block, kind), qkv in parts.items():
-        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"{root}encoder.layers.{block.split('.')[1]}.self_attn",
-                                                    kind, 'SiglipVisionModel', names=('q_proj', 'k_proj', 'v_proj'))
+    out, root = vision_tower(state, _RULES, 'SiglipVisionModel', _NOT_VISION)
     fix = "transformers' SiglipVisionModel saves it so; save the model again with save_pretrained"
     table = f'{root}embeddings.position_embedding.weight'
     pos = required(out, 'pos_embed.weight', 'SiglipVisionModel', 'the position table', table)
