@@ -141,17 +141,18 @@ class LoadAnnotations(DenseTransform):
         return results
 
     @staticmethod
-    def _read(results: dict, key: str, option: str, field: str, what: str) -> tuple[str, np.ndarray]:
-        """(path, raw array) of the annotation file ``results[key]``; its absence is an error saying what to do."""
+    def _path(results: dict, key: str, option: str, field: str, what: str) -> str:
+        """The annotation file ``results[key]``; its absence is an error saying what to do."""
         path = results.get(key)
         if path is None:
             raise KeyError(f"LoadAnnotations({option}=True) needs results['{key}'] (or an in-memory '{field}'); use "
                            f"{option}=False for a dataset without {what}s")
-        return path, read_unchanged(path, what)
+        return path
 
     @classmethod
     def _load_seg(cls, results: dict) -> np.ndarray:
-        path, raw = cls._read(results, 'seg_map_path', 'seg', 'gt_seg_map', 'label map')
+        path = cls._path(results, 'seg_map_path', 'seg', 'gt_seg_map', 'label map')
+        raw = read_unchanged(path, 'label map')
         if raw.ndim == 3:
             raise ImageError(f"label map {path} has {raw.shape[2]} channels: a label map must be a "
                              f"single-channel index PNG (8-bit grayscale, pixel value = class id). Convert "
@@ -165,10 +166,7 @@ class LoadAnnotations(DenseTransform):
 
     @classmethod
     def _load_depth(cls, results: dict) -> np.ndarray:
-        path = results.get('depth_path')
-        if path is None:
-            raise KeyError("LoadAnnotations(depth=True) needs results['depth_path'] (or an in-memory 'gt_depth'); "
-                           "use depth=False for a dataset without depth maps")
+        path = cls._path(results, 'depth_path', 'depth', 'gt_depth', 'depth map')
         raw = read_raw_depth(path)  # PNG or .npy; errors name the file
         _check_same_size(raw, path, results, 'depth map')
         depth = depth_in_metres(raw, results.get('depth_scale', DEFAULT_DEPTH_SCALE),
