@@ -19,6 +19,29 @@ def timm_reference(name: str, **kwargs) -> torch.nn.Module:
     return perturb_(timm.create_model(name, pretrained=False, **kwargs)).eval()
 
 
+def meta_pair(name: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """Our classifier of ``name`` and timm's, both at their defaults (the class count of the default weights),
+    built on the meta device: shapes and counts without memory or time."""
+    import zoo
+    timm = pytest.importorskip('timm')
+    with torch.device('meta'):
+        return zoo.create_classifier(name), timm.create_model(name, pretrained=False)
+
+
+def assert_classifier_equals_timm(ours: torch.nn.Module, reference: torch.nn.Module, sizes, atol: float = 1e-4):
+    """Logits, pre-logits (the pooled feature) and final features of ``ours`` equal timm's ``reference`` within
+    ``atol`` on random images of each (h, w) of ``sizes``."""
+    for hw in sizes:
+        x = torch.randn(2, 3, *hw)
+        with torch.no_grad():
+            features, want_features = ours.forward_features(x), reference.forward_features(x)
+            got = (ours.forward_head(features), ours.forward_head(features, pre_logits=True), features)
+            want = (reference.forward_head(want_features), reference.forward_head(want_features, pre_logits=True),
+                    want_features)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and (g - w).abs().max() <= atol, hw
+
+
 def save_safetensors(model: torch.nn.Module, path) -> str:
     from safetensors.torch import save_file
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))

@@ -12,7 +12,7 @@ from zoo.core import QuickGELU
 from zoo.weights import CheckpointLayoutError
 from zoo.weights.timm import vit_from_timm
 
-from ..reference import perturb_, save_safetensors, timm_reference, tiny_dpt
+from ..reference import assert_classifier_equals_timm, meta_pair, perturb_, save_safetensors, timm_reference, tiny_dpt
 
 timm = pytest.importorskip('timm')
 SMALLEST = 'vit_xsmall_patch16_clip_224'
@@ -26,9 +26,7 @@ def test_the_registered_names_are_timms_clip_vits():
 
 @pytest.mark.parametrize('name', NAMES)
 def test_registered_options_build_timms_keys_shapes_activation_and_eps(name):
-    with torch.device('meta'):
-        ours = zoo.create_classifier(name)
-        reference = timm.create_model(name, pretrained=False)
+    ours, reference = meta_pair(name)
     want = {k: tuple(v.shape) for k, v in vit_from_timm(reference.state_dict()).items()}
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == want
     quick = '_quickgelu_' in name
@@ -38,8 +36,7 @@ def test_registered_options_build_timms_keys_shapes_activation_and_eps(name):
 
 
 def test_full_size_parameter_count_equals_timms():
-    with torch.device('meta'):
-        ours, reference = zoo.create_classifier(SMALLEST), timm.create_model(SMALLEST, pretrained=False)
+    ours, reference = meta_pair(SMALLEST)
     count = sum(p.numel() for p in ours.parameters())
     assert count == sum(p.numel() for p in reference.parameters()) == 8_277_504
 
@@ -50,16 +47,7 @@ def test_logits_and_pooled_features_equal_timm(name, size, tmp_path):
     path = save_safetensors(reference, tmp_path / 'w.safetensors')
     ours = zoo.create_classifier(name, depth=2, num_classes=512, pretrained=path).eval()
     assert ours.norm_pre.weight.ne(1).any()  # perturbed: the pre-norm is exercised
-    for hw in ((224, 224), size):
-        x = torch.randn(2, 3, *hw)
-        with torch.no_grad():
-            features = ours.forward_features(x)
-            got = (ours.forward_head(features), ours.forward_head(features, pre_logits=True), features)
-            want_features = reference.forward_features(x)
-            want = (reference.forward_head(want_features), reference.forward_head(want_features, pre_logits=True),
-                    want_features)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape and (g - w).abs().max() <= 1e-4, hw
+    assert_classifier_equals_timm(ours, reference, ((224, 224), size))
 
 
 HF_SMALL = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, image_size=56,

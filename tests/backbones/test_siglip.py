@@ -11,7 +11,7 @@ import zoo
 from zoo.core import GELUTanh, ProbePool, ProbeQKV
 from zoo.weights.timm import vit_from_timm
 
-from ..reference import perturb_, save_safetensors, timm_reference
+from ..reference import assert_classifier_equals_timm, meta_pair, perturb_, save_safetensors, timm_reference
 
 timm = pytest.importorskip('timm')
 SMALLEST = 'vit_base_patch16_siglip_224'
@@ -30,9 +30,7 @@ def test_the_registered_names_are_timms_siglip_vits_but_the_listed_ones():
 
 @pytest.mark.parametrize('name', NAMES)
 def test_registered_options_build_timms_keys_shapes_activation_and_eps(name):
-    with torch.device('meta'):
-        ours = zoo.create_classifier(name)
-        reference = timm.create_model(name, pretrained=False)
+    ours, reference = meta_pair(name)
     want = {k: tuple(v.shape) for k, v in vit_from_timm(reference.state_dict()).items()}
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == want
     tanh = type(reference.blocks[0].mlp.act).__name__ == 'GELUTanh'
@@ -45,8 +43,7 @@ def test_registered_options_build_timms_keys_shapes_activation_and_eps(name):
 
 
 def test_full_size_parameter_count_equals_timms():
-    with torch.device('meta'):
-        ours, reference = zoo.create_classifier(SMALLEST), timm.create_model(SMALLEST, pretrained=False)
+    ours, reference = meta_pair(SMALLEST)
     count = sum(p.numel() for p in ours.parameters())
     assert count == sum(p.numel() for p in reference.parameters()) == 92_884_224
 
@@ -59,16 +56,7 @@ def test_logits_and_pooled_features_equal_timm(name, size, tmp_path):
     path = save_safetensors(reference, tmp_path / 'w.safetensors')
     ours = zoo.create_classifier(name, depth=2, num_classes=10, pretrained=path).eval()
     assert ours.blocks[0].norm1.weight.ne(1).any()  # perturbed: the norms are exercised
-    for hw in (native, size):
-        x = torch.randn(2, 3, *hw)
-        with torch.no_grad():
-            features = ours.forward_features(x)
-            got = (ours.forward_head(features), ours.forward_head(features, pre_logits=True), features)
-            want_features = reference.forward_features(x)
-            want = (reference.forward_head(want_features), reference.forward_head(want_features, pre_logits=True),
-                    want_features)
-        for g, w in zip(got, want):
-            assert g.shape == w.shape and (g - w).abs().max() <= 1e-4, hw
+    assert_classifier_equals_timm(ours, reference, (native, size))
 
 
 def test_the_map_head_is_the_core_attention_with_a_probe_that_is_not_a_key():
