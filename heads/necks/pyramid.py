@@ -2,7 +2,9 @@
 
 Plain backbones (one stride, e.g. ViT/16) get ViTDet's simple feature pyramid (Li et al. 2022): the last map
 alone, resampled by stride / target (x4, x2, x1, x0.5 for /16), each level projected by a 1x1 and a 3x3
-conv with channel LayerNorm. Hierarchical backbones (CvT, CoAtNet) are already multi-scale: an FPN
+conv with channel LayerNorm. A stride that is not a power of two (patch 14: DINOv2, EVA-02, AIMv2, CLIP-L/14) is
+first resampled bilinearly to the nearest power-of-two stride (14 -> 16: x0.875, pixel centres kept in place), then
+goes through the same levels. Hierarchical backbones (CvT, CoAtNet) are already multi-scale: an FPN
 (torchvision's, lateral 1x1 + top-down sum + 3x3) over their last map at each stride.
 Both return the maps finest first, the max-pooled level last (stride x2 of the coarsest).
 """
@@ -48,25 +50,41 @@ def conv_ln(in_channels: int, out_channels: int, kernel_size: int) -> nn.Sequent
 @MODELS.register_module()
 class SimpleFeaturePyramid(nn.Module):
     """ViTDet's pyramid from one map 'b c h/s w/s': ``forward(maps)`` reads ``maps[-1]`` and returns a map
-    per ``out_strides`` entry, then ``max_pool2d(k=1, s=2)`` of the coarsest ('pool' level)."""
+    per ``out_strides`` entry, then ``max_pool2d(k=1, s=2)`` of the coarsest ('pool' level).
+
+    A stride s that is not a power of two is first regridded to ``grid_stride`` = the power of two nearest s
+    (bilinear, ``scale_factor`` s / grid_stride, align_corners=False: output cell i is centred on image pixel
+    (i + 1/2) * grid_stride, as the input's cell j on (j + 1/2) * s); the map is then floor(h * s / grid_stride)
+    cells, which covers the image when h * s does (a padded input: :class:`heads.detection.PyramidBackbone` crops)."""
 
     def __init__(self, in_channels, in_strides, out_channels: int = 256, out_strides=(4, 8, 16, 32)):
         super().__init__()
         channels, stride = list(in_channels)[-1], list(in_strides)[-1]
+        self.in_stride = stride
+        self.grid_stride = 2 ** round(math.log2(stride))
         self.levels = nn.ModuleList()
         for target in out_strides:
-            factor = stride / target
+            factor = self.grid_stride / target
             if factor not in (8, 4, 2, 1, 0.5, 0.25):
-                raise ValueError(f"SimpleFeaturePyramid resamples by powers of two in [1/4, 8]; stride {stride} "
-                                 f"to {target} is x{factor}")
+                raise ValueError(f"SimpleFeaturePyramid resamples by powers of two in [1/4, 8] from stride "
+                                 f"{self.grid_stride} (the input's stride {stride} regridded); to {target} is "
+                                 f"x{factor}: choose out_strides among {[self.grid_stride // 8 * 2 ** k for k in range(6)]}")
             resample, width = rescaler(channels, factor)
             self.levels.append(nn.Sequential(resample, conv_ln(width, out_channels, 1),
                                              conv_ln(out_channels, out_channels, 3)))
         self.out_channels = out_channels
         self.out_strides = [*out_strides, 2 * out_strides[-1]]
 
+    def regrid(self, x: torch.Tensor) -> torch.Tensor:
+        """'b c h w' at the input's stride -> at ``grid_stride`` (unchanged when they are equal)."""
+        if self.grid_stride == self.in_stride:
+            return x
+        return F.interpolate(x, scale_factor=self.in_stride / self.grid_stride, mode='bilinear', align_corners=False,
+                             recompute_scale_factor=False)
+
     def forward(self, maps: list[torch.Tensor]) -> list[torch.Tensor]:
-        pyramid = [level(maps[-1]) for level in self.levels]
+        x = self.regrid(maps[-1])
+        pyramid = [level(x) for level in self.levels]
         return pyramid + [F.max_pool2d(pyramid[-1], kernel_size=1, stride=2)]
 
 

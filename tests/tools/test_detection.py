@@ -32,7 +32,7 @@ from ..reference import shared_data
 TINY = {'vit_tiny_patch16_224': dict(depth=2), 'deit_tiny_distilled_patch16_224': dict(depth=2),
         'cvt_13_224': dict(depths=(1, 1, 1)), 'coatnet_0_224': dict(depths=(1, 1, 1, 1)),
         'swin_tiny_patch4_window7_224': dict(depths=(1, 2, 1, 1)),
-        'pit_s_224': dict(depths=(1, 1, 1))}
+        'pit_s_224': dict(depths=(1, 1, 1)), 'vit_small_patch14_dinov2': dict(depth=2)}
 
 
 @pytest.mark.parametrize('name, strides', [('vit_tiny_patch16_224', [4, 8, 16, 32, 64]),
@@ -40,7 +40,8 @@ TINY = {'vit_tiny_patch16_224': dict(depth=2), 'deit_tiny_distilled_patch16_224'
                                            ('cvt_13_224', [4, 8, 16, 32]),
                                            ('coatnet_0_224', [4, 8, 16, 32, 64]),
                                            ('swin_tiny_patch4_window7_224', [4, 8, 16, 32, 64]),
-                                           ('pit_s_224', [8, 16, 32, 64])])
+                                           ('pit_s_224', [8, 16, 32, 64]),
+                                           ('vit_small_patch14_dinov2', [4, 8, 16, 32, 64])])
 def test_pyramid_levels_have_their_strides_and_width(name, strides):
     torch.manual_seed(0)
     backbone = PyramidBackbone(name, out_channels=32, **TINY[name]).eval()
@@ -63,7 +64,37 @@ def test_simple_pyramid_follows_vitdet_channel_rule():
     assert [m.shape[-2:] for m in out] == [(24, 40), (12, 20), (6, 10), (3, 5), (2, 3)]
     torch.testing.assert_close(out[-1], out[-2][..., ::2, ::2])  # max_pool2d(k=1, s=2) is subsampling
     with pytest.raises(ValueError, match='powers of two'):
-        SimpleFeaturePyramid([192], [12], out_strides=(4, 8, 16, 32))
+        SimpleFeaturePyramid([192], [16], out_strides=(4, 8, 12, 32))
+
+
+def test_a_patch_14_map_is_regridded_to_stride_16_with_its_pixel_centres_in_place():
+    """Cell j of a stride-14 map is centred on image pixel 14 (j + 1/2); filled with that position (a linear
+    function, which bilinear resampling keeps exactly between the outermost centres), cell i of the regridded map
+    holds 16 (i + 1/2), its own centre. 16 cells of stride 14 cover 224 pixels = 14 cells of stride 16."""
+    pyramid = SimpleFeaturePyramid([2], [14], out_channels=8)
+    assert (pyramid.in_stride, pyramid.grid_stride) == (14, 16)
+    ys, xs = torch.meshgrid(14 * (torch.arange(16.0) + 0.5), 14 * (torch.arange(12.0) + 0.5), indexing='ij')
+    regridded = pyramid.regrid(torch.stack([ys, xs])[None])
+    assert regridded.shape == (1, 2, 14, 10)  # 12 cells of 14 = 168 pixels = 10.5 cells of 16: floor
+    centres = 16 * (torch.arange(14.0) + 0.5)
+    inside = (centres > 7) & (centres < 14 * 15.5)  # between the first and last input centres (no clamping)
+    torch.testing.assert_close(regridded[0, 0, inside, 0], centres[inside])
+    torch.testing.assert_close(regridded[0, 1, 0, 1:-1], centres[1:9])
+
+
+def test_a_patch_14_pyramid_pads_the_input_and_crops_every_level_back():
+    """A 96x128 image (multiples of 32, not of 14) is padded to 98x140 for the body; every level has the
+    unpadded image's size over its stride, equal to the pyramid of the body run on the padded image, cropped."""
+    torch.manual_seed(0)
+    backbone = PyramidBackbone('vit_small_patch14_dinov2', out_channels=16, depth=2).eval()
+    assert backbone.input_multiple == 32
+    x = torch.randn(1, 3, 96, 128)
+    with torch.no_grad():
+        maps = backbone(x)
+        padded = backbone.pyramid(backbone.body(torch.nn.functional.pad(x, (0, 12, 0, 2))))
+    assert [tuple(m.shape[-2:]) for m in maps] == [(96 // s, 128 // s) for s in backbone.out_strides[:-1]] + [(2, 2)]
+    for kept, whole in zip(maps, padded):
+        torch.testing.assert_close(kept, whole[..., :kept.shape[-2], :kept.shape[-1]])
 
 
 def test_hierarchical_fpn_takes_the_last_map_at_each_stride():
@@ -99,7 +130,7 @@ def test_views_name_levels_for_each_framework():
 
 
 @pytest.mark.parametrize('kind', ['fasterrcnn', pytest.param('maskrcnn', marks=pytest.mark.slow)])
-@pytest.mark.parametrize('name', ['vit_tiny_patch16_224', 'cvt_13_224'])
+@pytest.mark.parametrize('name', ['vit_tiny_patch16_224', 'cvt_13_224', 'vit_small_patch14_dinov2'])
 def test_torchvision_detectors_train_and_detect(kind, name):
     torch.manual_seed(0)
     model = build_detector(kind, name, num_classes=3, out_channels=32, backbone_kwargs=TINY[name],
