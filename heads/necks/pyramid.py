@@ -66,9 +66,10 @@ class SimpleFeaturePyramid(nn.Module):
         for target in out_strides:
             factor = self.grid_stride / target
             if factor not in (8, 4, 2, 1, 0.5, 0.25):
+                choices = [self.grid_stride // 8 * 2 ** k for k in range(6)]
                 raise ValueError(f"SimpleFeaturePyramid resamples by powers of two in [1/4, 8] from stride "
                                  f"{self.grid_stride} (the input's stride {stride} regridded); to {target} is "
-                                 f"x{factor}: choose out_strides among {[self.grid_stride // 8 * 2 ** k for k in range(6)]}")
+                                 f"x{factor}: choose out_strides among {choices}")
             resample, width = rescaler(channels, factor)
             self.levels.append(nn.Sequential(resample, conv_ln(width, out_channels, 1),
                                              conv_ln(out_channels, out_channels, 3)))
