@@ -38,6 +38,8 @@ class PyramidBackbone(Backbone):
         """'b c H W' -> a map 'b c ceil(H/s) ceil(W/s)' per stride s."""
         height, width = x.shape[-2:]
         multiple = self.body.input_multiple
-        x = F.pad(x, (0, (-width) % multiple, 0, (-height) % multiple))
+        # non-negative operands only: an exported graph's integer division truncates toward zero
+        x = F.pad(x, (0, (multiple - width % multiple) % multiple, 0, (multiple - height % multiple) % multiple))
         maps = self.pyramid(self.body(x))
-        return Taps([m[..., :-(-height // s), :-(-width // s)] for m, s in zip(maps, self.out_strides)], None)
+        return Taps([m[..., :(height + s - 1) // s, :(width + s - 1) // s] for m, s in zip(maps, self.out_strides)],
+                    None)

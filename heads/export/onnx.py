@@ -18,8 +18,8 @@ SINGLE_FILE_BYTES = 1800 * 2 ** 20  # weights above this go to PATH.data (protob
 
 def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None = None,
                 multiple: int | None = None, program: ExportedProgram | None = None) -> Path:
-    """Write ``model`` (see :func:`heads.export.export_program`) to the ONNX file ``path`` with a dynamic height
-    and width; returns the path. Input 'image' '1 3 H W', outputs named by the wrapper ('seg_logits', 'depth',
+    """Write ``model`` (see :func:`heads.export.export_program`) to the ONNX file ``path`` with a dynamic batch,
+    height and width; returns the path. Input 'image' 'b 3 H W', outputs named by the wrapper ('seg_logits', 'depth',
     'stride4', ...). ``opset``: the ONNX opset (default: the exporter's). ``program``: an
     :func:`export_program` of this model to translate instead of tracing it again (``example_size`` and
     ``multiple`` are then unused).
@@ -35,7 +35,21 @@ def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None
     size = sum(p.numel() * p.element_size() for p in module.parameters())
     torch.onnx.export(program, (), str(path), dynamo=True, input_names=['image'], output_names=module.output_names,
                       opset_version=opset, external_data=size > SINGLE_FILE_BYTES, verbose=False)
+    fixed = onnx_fixed_dims(path)
+    if fixed:  # the translator's decompositions fixed a size the program kept dynamic
+        path.unlink()
+        path.with_name(path.name + '.data').unlink(missing_ok=True)
+        raise ValueError(f"the ONNX translation of {type(module.model).__name__} fixed the input's "
+                         f"{', '.join(fixed)} (some operation's decomposition computes from the traced size); "
+                         f"refused rather than written for one size only ({path} removed)")
     return path
+
+
+def onnx_fixed_dims(path) -> list[str]:
+    """The names ('batch', 'height', 'width') of the dimensions the ONNX file's image input holds fixed."""
+    import onnx
+    dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
+    return [name for name, i in (('batch', 0), ('height', 2), ('width', 3)) if not dims[i].dim_param]
 
 
 def onnx_session(path, threads: int | None = None):

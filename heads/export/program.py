@@ -1,37 +1,84 @@
-"""torch.export of a model with a dynamic input height and width."""
+"""torch.export of a model with a dynamic batch, input height and width; a trace that fixed any of them is refused."""
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 from torch.export import Dim, ExportedProgram
 
+from zoo.core import Attention
+
 from .compare import max_abs_diffs
 from .sizes import check_size, min_side, required_multiple
 from .wrappers import exportable
 
+MAX_BATCH = 1024
+
 
 def dynamic_hw(multiple: int, minimum: int, maximum: int) -> tuple[dict, ...]:
-    """``dynamic_shapes`` for one 'b 3 h w' input: h and w derived dims ``multiple * k``, minimum <= side <= maximum."""
+    """``dynamic_shapes`` for one 'b 3 h w' input: b from 1 to :data:`MAX_BATCH`; h and w derived dims
+    ``multiple * k``, minimum <= side <= maximum."""
     lo = minimum // multiple
     hi = max(maximum // multiple, lo + 1)
-    return ({2: multiple * Dim('h', min=lo, max=hi), 3: multiple * Dim('w', min=lo, max=hi)},)
+    return ({0: Dim('batch', min=1, max=MAX_BATCH), 2: multiple * Dim('h', min=lo, max=hi),
+             3: multiple * Dim('w', min=lo, max=hi)},)
 
 
-def example_input(module: nn.Module, size) -> torch.Tensor:
-    """A random '1 3 h w' image on the device and in the dtype of the module's parameters."""
+def example_input(module: nn.Module, size, batch: int = 2) -> torch.Tensor:
+    """A random 'batch 3 h w' image on the device and in the dtype of the module's parameters (batch 2: a batch
+    of 1 would be traced as a constant)."""
     param = next(module.parameters())
-    return torch.randn(1, 3, *size, device=param.device, dtype=param.dtype)
+    return torch.randn(batch, 3, *size, device=param.device, dtype=param.dtype)
+
+
+def input_dims_fixed(program: ExportedProgram) -> list[str]:
+    """The names ('batch', 'height', 'width') of the input dimensions ``program`` holds fixed."""
+    name = program.graph_signature.user_inputs[0]
+    shape = next(n for n in program.graph.nodes if n.op == 'placeholder' and n.name == name).meta['val'].shape
+    return [name for name, i in (('batch', 0), ('height', 2), ('width', 3)) if isinstance(shape[i], int)]
+
+
+def refuse_fixed_dims(program: ExportedProgram, model: nn.Module, step: str) -> ExportedProgram:
+    """``program`` if its batch, height and width are still dynamic, else a ValueError naming the fixed ones:
+    an export that silently runs one size only is refused."""
+    fixed = input_dims_fixed(program)
+    if fixed:
+        raise ValueError(f"{step} of {type(exportable(model).model).__name__} fixed the input's {', '.join(fixed)}: "
+                         f"some part of the model computes from the size in Python instead of in the graph, so the "
+                         f"export would run at the traced size only; it is refused rather than written fixed")
+    return program
+
+
+@contextmanager
+def explicit_attention(module: nn.Module):
+    """Every :class:`zoo.core.Attention` of ``module`` computes softmax(q k^T * scale + bias) v explicitly (its
+    unfused path, the same maths) while the block runs: the ONNX translator decomposes a traced
+    ``scaled_dot_product_attention`` with an attention bias into a layout the following reshape does not expect
+    (torch 2.14: "Cannot view a tensor ... as ..."), and ONNX has no fused attention to keep anyway."""
+    changed = [(m, m.__dict__.get('fused')) for m in module.modules() if isinstance(m, Attention) and m.fused]
+    for m, _ in changed:
+        m.fused = False
+    try:
+        yield module
+    finally:
+        for m, own in changed:
+            if own is None:
+                del m.fused
+            else:
+                m.fused = own
 
 
 def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None = None,
                    max_side: int = 4096) -> ExportedProgram:
     """``torch.export.export`` of ``model`` (wrapped by :func:`heads.export.exportable`, so in eval mode) traced
-    at ``example_size`` (h, w), with a dynamic height and width: any multiple of ``multiple`` (default and
-    smallest allowed: :func:`heads.export.required_multiple`) from :func:`heads.export.min_side` to ``max_side``.
-    Batch size 1.
+    at ``example_size`` (h, w), with a dynamic batch (1 to :data:`MAX_BATCH`), height and width: any multiple of
+    ``multiple`` (default and smallest allowed: :func:`heads.export.required_multiple`) from
+    :func:`heads.export.min_side` to ``max_side``.
 
-    ``program.module()(x)`` then runs '1 3 H W' inputs of those sizes (its guards reject others). An example
-    size that is not a multiple, or below the smallest side, raises ValueError.
+    ``program.module()(x)`` then runs 'b 3 H W' inputs of those sizes (its guards reject others). An example
+    size that is not a multiple, or below the smallest side, raises ValueError; so does a trace that fixed the
+    batch, height or width (:func:`refuse_fixed_dims`).
     """
     module = exportable(model)
     needed = required_multiple(module)
@@ -40,8 +87,10 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
         raise ValueError(f"multiple={multiple} is not a multiple of {needed}, which this model's maps need")
     minimum = min_side(module, multiple)
     check_size(example_size, multiple, minimum)
-    return torch.export.export(module, (example_input(module, example_size),),
-                               dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+    with explicit_attention(module):
+        program = torch.export.export(module, (example_input(module, example_size),),
+                                      dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+    return refuse_fixed_dims(program, module, 'torch.export')
 
 
 def compare_program(program: ExportedProgram, model: nn.Module, sizes, seed: int = 0) -> dict[tuple[int, int], float]:

@@ -26,12 +26,15 @@ class TensorOutputs(nn.Module):
 
 class MapOutputs(nn.Module):
     """A backbone (:mod:`zoo.contract`: a zoo backbone, :class:`heads.detection.PyramidBackbone`) returning its maps as
-    a tuple: 'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ..."""
+    a tuple: 'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ...;
+    maps that share a stride (the taps of a plain ViT) are named by tap and stride: 'tap0_stride16', ..."""
 
     def __init__(self, model: Backbone):
         super().__init__()
         self.model = model
-        self.output_names = [f'stride{s}' for s in model.out_strides]
+        strides = list(model.out_strides)
+        unique = len(set(strides)) == len(strides)
+        self.output_names = [f'stride{s}' if unique else f'tap{i}_stride{s}' for i, s in enumerate(strides)]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(self.model(x))

@@ -44,8 +44,9 @@ HEAD_DIM = 32  # attention head width of every CoAtNet
 
 
 def half(grid) -> tuple[int, int]:
-    """The grid after a stride-2 step (3x3 conv pad 1, ceil-mode 2x2 pool, 3x3 max pool pad 1)."""
-    return (int(grid[0]) + 1) // 2, (int(grid[1]) + 1) // 2
+    """The grid after a stride-2 step (3x3 conv pad 1, ceil-mode 2x2 pool, 3x3 max pool pad 1); sizes may be symbolic
+    (torch.export of a dynamic input size)."""
+    return (grid[0] + 1) // 2, (grid[1] + 1) // 2
 
 
 class BatchNormAct(nn.BatchNorm2d):

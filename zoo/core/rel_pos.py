@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .grid import Grid
@@ -27,59 +28,73 @@ from .weight_decay import NoWeightDecay
 
 def cached_tensors(maxsize: int):
     """``functools.lru_cache`` for functions returning tensors, computed outside ``torch.inference_mode`` even
-    when first called inside it: a cached inference tensor could not take part in autograd later."""
+    when first called inside it: a cached inference tensor could not take part in autograd later.
+
+    While torch.export / torch.compile traces, the function is called without the cache: its arguments may be
+    symbolic sizes (a dynamic height and width), which the graph must compute from, not a value baked in."""
     def wrap(fn):
         @functools.lru_cache(maxsize=maxsize)
-        @functools.wraps(fn)
         def cached(*args):
             with torch.inference_mode(False):
                 return fn(*args)
-        return cached
+
+        @functools.wraps(fn)
+        def call(*args):
+            return fn(*args) if torch.compiler.is_compiling() else cached(*args)
+        return call
     return wrap
 
 
-def _stretch_ratio(src: int, dst: int) -> float:
-    """q with 1 + q + ... + q**(src//2 - 1) ~= dst // 2, by bisection on [1.01, 1.5] (BEiT's rule)."""
-    low, high = 1.01, 1.5
-    while high - low > 1e-6:
+BISECTION_STEPS = 19  # halvings of [1.01, 1.5] until it is under 1e-6 wide: 0.49 / 2**19 < 1e-6 <= 0.49 / 2**18
+
+
+def _stretch_ratio(src: int, dst) -> torch.Tensor:
+    """q with 1 + q + ... + q**(src//2 - 1) ~= dst // 2, by bisection on [1.01, 1.5] (BEiT's rule), as a float64
+    tensor: a fixed number of halvings in tensor arithmetic, so that a traced graph computes it for a symbolic
+    ``dst`` (the grid of a dynamic input size)."""
+    target = torch.zeros((), dtype=torch.float64) + dst // 2
+    low, high = torch.tensor(1.01, dtype=torch.float64), torch.tensor(1.5, dtype=torch.float64)
+    for _ in range(BISECTION_STEPS):
         q = (low + high) / 2.0
-        if (1.0 - q ** (src // 2)) / (1.0 - q) > dst // 2:
-            high = q
-        else:
-            low = q
+        above = (1.0 - q ** (src // 2)) / (1.0 - q) > target
+        high, low = torch.where(above, q, high), torch.where(above, low, q)
     return q
 
 
 @cached_tensors(maxsize=64)
-def offset_resize_matrix(src: int, dst: int) -> torch.Tensor:
+def offset_resize_matrix(src: int, dst) -> torch.Tensor:
     """'dst src' linear-interpolation weights taking ``src`` offsets (2n-1 of them) to ``dst`` offsets.
 
     The source offsets sit at 0, +-1, +-(1 + q), +-(1 + q + q**2), ...; the targets at the integers
-    -(dst//2) .. dst//2. Targets beyond the outermost source offset take its value.
+    -(dst//2) .. dst//2. Targets beyond the outermost source offset take its value. ``dst == src`` is the identity
+    (the table as learned). Tensor arithmetic only (no
+    Python loop over ``dst``), so ``dst`` may be a symbolic size while torch.export traces.
     """
     q = _stretch_ratio(src, dst)
-    steps, position = [], 1.0
-    for i in range(src // 2):
-        steps.append(position)
-        position += q ** (i + 1)
-    source = torch.tensor([-s for s in reversed(steps)] + [0.0] + steps)
-    target = torch.arange(-(dst // 2), dst // 2 + 0.1, 1.0)
-    right = torch.bucketize(target, source).clamp(max=src - 1)
+    powers = q ** torch.arange(1, src // 2 + 1, dtype=torch.float64)  # q, q**2, ...
+    steps = torch.cumsum(torch.cat([torch.ones(1, dtype=torch.float64), powers[:-1]]), 0)[:src // 2]
+    source = torch.cat([-steps.flip(0), torch.zeros(1, dtype=torch.float64), steps])
+    target = torch.arange(-(dst // 2), dst // 2 + 1, dtype=torch.float64)
+    right = (target[:, None] > source[None, :]).sum(1).clamp(max=src - 1)  # the first source offset >= target
     left = (right - 1).clamp(min=0)
     to_left = (target - source[left]).clamp(min=0)    # distance to the left source offset
     to_right = (source[right] - target).clamp(min=0)
     total = to_left + to_right
     on_point = total == 0
-    weights = torch.zeros(dst, src)
-    rows = torch.arange(dst)
-    weights[rows, left] += torch.where(on_point, 0.0, to_right / total.where(~on_point, 1.0))
-    weights[rows, right] += torch.where(on_point, 1.0, to_left / total.where(~on_point, 1.0))
-    return weights
+    left_weight = torch.where(on_point, 0.0, to_right / total.where(~on_point, 1.0))
+    right_weight = torch.where(on_point, 1.0, to_left / total.where(~on_point, 1.0))
+    same = torch.zeros((), dtype=torch.long) + dst == src  # the identity, decided in the graph when dst is symbolic
+    index = torch.arange(dst).clamp(max=src - 1)
+    left, right = torch.where(same, index, left), torch.where(same, index, right)
+    left_weight, right_weight = torch.where(same, 0.0, left_weight), torch.where(same, 1.0, right_weight)
+    weights = (F.one_hot(left, src) * left_weight[:, None] + F.one_hot(right, src) * right_weight[:, None])
+    return weights.float()
 
 
 def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
-    """'heads H W -> heads h w' offset table resampled to ``size`` = (2h-1, 2w-1) (identity if equal)."""
-    if tuple(table.shape[1:]) == tuple(size):
+    """'heads H W -> heads h w' offset table resampled to ``size`` = (2h-1, 2w-1) (identity if equal: returned as it
+    is, or, while torch.export traces a symbolic size, through the identity matrices)."""
+    if not torch.compiler.is_compiling() and tuple(table.shape[1:]) == tuple(size):
         return table
     rows = offset_resize_matrix(table.shape[1], size[0]).to(table)
     cols = offset_resize_matrix(table.shape[2], size[1]).to(table)
@@ -98,7 +113,8 @@ def relative_offsets(grid: Grid) -> tuple[torch.Tensor, torch.Tensor]:
 class _RelativeBias(nn.Module):
     """Subclasses give ``offset_table(grid)`` 'heads (2h-1) (2w-1)'; forward expands it per token pair.
 
-    Without autograd (inference) the expanded bias of the last grid is kept until a parameter changes.
+    Without autograd (inference) the expanded bias of the last grid is kept until a parameter changes; not while
+    torch.export / torch.compile traces.
     """
 
     def __init__(self):
@@ -111,6 +127,8 @@ class _RelativeBias(nn.Module):
     def forward(self, grid: Grid) -> torch.Tensor:
         if grid is None:
             raise ValueError(f"{type(self).__name__} needs the token grid (h, w)")
+        if torch.compiler.is_compiling():  # traced: the grid may be symbolic, the bias is computed in the graph
+            return self.expand(grid)
         grid = (int(grid[0]), int(grid[1]))
         params = list(self.parameters())
         versions = tuple((p.device, p.dtype, p._version, p.data_ptr()) for p in params)
