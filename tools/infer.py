@@ -69,7 +69,7 @@ def add_cloud_and_video_options(parser: argparse.ArgumentParser) -> None:
                        help='grey-level change (of 255) below which a pixel is static for the figure (default 10)')
 
 
-def intrinsics_of(values) -> list[list[float]]:
+def intrinsics_of(values) -> np.ndarray:
     """The 3x3 camera matrix of ``--intrinsics``: one file (heads.io.depth.read_intrinsics) or 'fx fy cx cy'."""
     from heads.io.depth import read_intrinsics
     from heads.io.pointcloud import check_intrinsics
@@ -205,7 +205,8 @@ def main(argv=None) -> list[Path]:
     written = []
     for path in tqdm(list_images(args.inputs), desc='infer', unit='image'):
         image = read_rgb(path)
-        prediction = extras(path, image, predictor(image))
+        prediction = predictor(image)
+        prediction = extras(path, image, prediction)  # --sequence / --smooth / --ply
         if prediction.dtype.kind in 'iu':  # class ids
             picture = draw_segmentation(image, prediction, classes, palette, args.alpha)
             raw = np.where((prediction >= 0) & (prediction < 255), prediction, 255).astype(np.uint8)
