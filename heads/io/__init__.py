@@ -1,3 +1,4 @@
 """Files in: images and label maps read with errors that name the file (:mod:`.images`); depth maps, validity masks
-and camera intrinsics of RGB-D folders (:mod:`.depth`). numpy and OpenCV only:
-tools import it before torch. (Atomic, durable writes of checkpoints and other files: :mod:`zoo.weights.durable`.)"""
+and camera intrinsics of RGB-D folders (:mod:`.depth`); point clouds of depth maps and PLY files
+(:mod:`.pointcloud`). numpy and OpenCV only: tools import it before torch. (Atomic, durable writes of checkpoints and
+other files: :mod:`zoo.weights.durable`.)"""
