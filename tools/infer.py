@@ -9,7 +9,10 @@ For each image (files, or the images in folders), writes to --out:
   the classes present; depth: the image, the depth map in colour (near = bright) and a colour bar in metres;
 - ``<stem>_pred.png``: the raw prediction at the image's size: class ids (8-bit; 255 = none), metric depth in
   millimetres (16-bit; 0 = none), or a relative head's inverse depth scaled to 0..65535.
-Predictions come from heads.Predictor (the config's model, resized as its test pipeline does).
+Predictions come from heads.Predictor (the config's model, resized as its test pipeline does). With ``--tile H W``
+the image is predicted at its own size, any size, in overlapping H x W tiles blended smoothly (relative depth: each
+tile aligned to its neighbours by scale and shift), so the model needs one tile's memory:
+    python tools/infer.py CONFIG CHECKPOINT big_photo.jpg --out out --tile 518 518 --overlap 64
 """
 from __future__ import annotations
 
@@ -32,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
     parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
+    parser.add_argument('--tile', type=int, nargs=2, metavar=('H', 'W'), default=None,
+                        help="predict at the image's own size in overlapping H x W tiles (multiples of the model's "
+                             "input multiple, e.g. 518 518 for Depth Anything); no resize")
+    parser.add_argument('--overlap', type=int, default=64, help='with --tile: pixels shared by neighbouring tiles')
     return parser
 
 
@@ -93,7 +100,7 @@ def main(argv=None) -> list[Path]:
     from heads import Predictor
     cfg = Config.fromfile(args.config)
     cfg.predict_scale = predict_scale(cfg)
-    predictor = Predictor(cfg, args.checkpoint, device=args.device)
+    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
     classes, palette = class_meta(cfg)
     relative = getattr(predictor.model, 'relative', False)
     out = Path(args.out)
