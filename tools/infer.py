@@ -29,6 +29,11 @@ Point clouds and video (depth models; see docs/depth.md, "Point clouds and video
   relative model, median scaling for a metric one) to an exponential moving average of the predictions (ALPHA in
   (0, 1]: the weight of the new frame; 1 = no smoothing); the pictures, raw predictions and PLY files are the
   smoothed ones, and the figure is printed for both.
+
+With ``--tile H W`` the image is predicted at its own size, any size, in overlapping H x W tiles blended smoothly
+(relative depth: each tile aligned to its neighbours by scale and shift), so the model needs one tile's memory:
+
+    python tools/infer.py CONFIG CHECKPOINT big_photo.jpg --out out --tile 518 518 --overlap 64
 """
 from __future__ import annotations
 
@@ -52,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
     add_cloud_and_video_options(parser)
+    parser.add_argument('--tile', type=int, nargs=2, metavar=('H', 'W'), default=None,
+                        help="predict at the image's own size in overlapping H x W tiles (multiples of the model's "
+                             "input multiple, e.g. 518 518 for Depth Anything); no resize")
+    parser.add_argument('--overlap', type=int, default=64, help='with --tile: pixels shared by neighbouring tiles')
     return parser
 
 
@@ -196,7 +205,7 @@ def main(argv=None) -> list[Path]:
     from heads import Predictor
     cfg = Config.fromfile(args.config)
     cfg.predict_scale = predict_scale(cfg)
-    predictor = Predictor(cfg, args.checkpoint, device=args.device)
+    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
     classes, palette = class_meta(cfg)
     relative = getattr(predictor.model, 'relative', False)
     out = Path(args.out)

@@ -14,6 +14,7 @@ from ..registry import MODELS
 from .backbone import backbone_description
 from .inference import flip_average, slide_inference
 from .task_model import TaskModel
+from .tiling import tiled_inference
 
 
 def build(part):
@@ -24,7 +25,9 @@ def build(part):
 class DenseModel(TaskModel):
     """Backbone + neck (its input described from the backbone) + decode head, as an mmengine model.
 
-    ``test_cfg``: ``mode`` 'whole' or 'slide' (with ``crop_size`` and ``stride``), ``flip`` for test-time
+    ``test_cfg``: ``mode`` 'whole', 'slide' (with ``crop_size`` and ``stride``: the average of overlapping crops)
+    or 'tile' (with ``crop_size``, ``overlap`` and optional ``ramp``: any resolution, tiles blended with smooth
+    weights, a relative depth model's tiles aligned by scale and shift; :mod:`.tiling`), ``flip`` for test-time
     mirroring, ``padding``: what whole-image inference does with the batch's padding, 'crop' (the head output
     resized to the padded input, the padding cut off) or 'resize' (mmseg: the head output of the padded input
     resized straight to the image's unpadded size, as mmseg's ViT pads to its patch size and resizes back; exact
@@ -47,10 +50,24 @@ class DenseModel(TaskModel):
         self.channels_last = channels_last
         self.prepare_convolutional_parts(self.neck, self.decode_head)
         self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
-        if self.test_cfg['mode'] not in ('whole', 'slide'):
-            raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
+        if self.test_cfg['mode'] not in ('whole', 'slide', 'tile'):
+            raise ValueError(f"test_cfg mode must be 'whole', 'slide' or 'tile', got {self.test_cfg['mode']!r}")
+        if self.test_cfg['mode'] == 'tile':
+            self.check_tile_cfg()
         if self.test_cfg['padding'] not in ('crop', 'resize'):
             raise ValueError(f"test_cfg padding must be 'crop' or 'resize', got {self.test_cfg['padding']!r}")
+
+    def check_tile_cfg(self) -> None:
+        """test_cfg mode='tile' names ``crop_size`` (h, w), multiples of :attr:`input_multiple`, and ``overlap``."""
+        cfg, multiple = self.test_cfg, self.input_multiple
+        missing = [key for key in ('crop_size', 'overlap') if key not in cfg]
+        if missing:
+            example = f"crop_size=({4 * multiple}, {4 * multiple}), overlap={multiple}"
+            raise ValueError(f"test_cfg mode='tile' needs {' and '.join(missing)}, e.g. test_cfg=dict(mode='tile', "
+                             f"{example})")
+        if len(cfg['crop_size']) != 2 or any(int(s) % multiple for s in cfg['crop_size']):
+            raise ValueError(f"test_cfg crop_size must be (height, width), multiples of this model's input multiple "
+                             f"{multiple}, got {tuple(cfg['crop_size'])}")
 
     @property
     def input_multiple(self) -> int:
@@ -100,6 +117,9 @@ class DenseModel(TaskModel):
         if cfg['mode'] == 'slide':
             infer = partial(slide_inference, self.predict_tensor, crop=tuple(cfg['crop_size']),
                             stride=tuple(cfg['stride']))
+        elif cfg['mode'] == 'tile':  # relative depth (DepthEstimator.relative): tiles aligned by scale and shift
+            infer = partial(tiled_inference, self.predict_tensor, tile=tuple(cfg['crop_size']), overlap=cfg['overlap'],
+                            align=getattr(self, 'relative', False), ramp=cfg.get('ramp', 'linear'))
         return flip_average(infer, inputs) if cfg['flip'] else infer(inputs)
 
     def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):

@@ -20,21 +20,27 @@ class Predictor:
     config: a config file, a ``Config`` or a dict with a ``model`` entry; checkpoint: one written by training here
     or an mmseg DPT checkpoint (:mod:`heads.layouts.mmseg`), refused when a weight is NaN or infinite; optional
     ``predict_scale`` (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test
-    pipeline does.
+    pipeline does. ``tile`` (height, width) with ``overlap`` (pixels) predicts at the image's own size, any size, in
+    overlapping tiles (test_cfg mode='tile', :mod:`.tiling`; ``predict_scale`` is then not applied): the model's
+    memory is that of one tile.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32
     depth map (metres for a metric head, relative inverse depth for a relative one), 'h w' at the image's size.
     """
 
-    def __init__(self, config, checkpoint=None, device: str = 'cpu'):
+    def __init__(self, config, checkpoint=None, device: str = 'cpu', tile=None, overlap: int = 64):
         cfg = config if isinstance(config, Config) else (
             Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
-        self.model = MODELS.build(cfg.model if checkpoint is None else without_backbone_weights(cfg.model))
+        model_cfg = cfg.model if checkpoint is None else without_backbone_weights(cfg.model)
+        if tile is not None:
+            model_cfg = {**model_cfg, 'test_cfg': {**(model_cfg.get('test_cfg') or {}), 'mode': 'tile',
+                                                   'crop_size': tuple(tile), 'overlap': overlap}}
+        self.model = MODELS.build(model_cfg)
         if checkpoint is not None:
             load_task_checkpoint(self.model, checkpoint, finite=True)  # this project's layout or mmseg's
         self.model.to(device).eval()
         self.kernel_policy = apply_kernel_policy(self.model)  # this machine's CPU kernels (zoo.runtime)
         self.device = device
-        self.scale = cfg.get('predict_scale')
+        self.scale = None if tile is not None else cfg.get('predict_scale')
 
     @torch.no_grad()
     def __call__(self, image) -> np.ndarray:
