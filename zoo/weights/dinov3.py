@@ -10,9 +10,9 @@
   ``ls1.gamma``/``ls2.gamma``, ``mlp.fc1``/``fc2`` or SwiGLU ``mlp.w1`` (gate) / ``w2`` (value) / ``w3``, ``norm``;
   ``local_cls_norm`` (a norm of the pre-training's local crops, unused at inference) is dropped.
 - transformers (``DINOv3ViTModel``, ``DINOv3ViTBackbone``): ``embeddings.{cls_token,register_tokens,mask_token,
-  patch_embeddings}``, ``model.layer.N`` with ``attention.{q,k,v}_proj`` (fused here; the q and v biases become the
-  q/v-bias projection's), ``attention.o_proj``, ``layer_scale{1,2}.lambda1``, ``mlp.up_proj``/``down_proj`` or the
-  gated ``gate_proj``/``up_proj``/``down_proj``, ``norm``.
+  patch_embeddings}``, ``layer.N`` (``model.layer.N`` in the model's memory) with ``attention.{q,k,v}_proj`` (fused
+  here; the q and v biases become the q/v-bias projection's), ``attention.o_proj``, ``layer_scale{1,2}.lambda1``,
+  ``mlp.up_proj``/``down_proj`` or the gated ``gate_proj``/``up_proj``/``down_proj``, ``norm``.
 
 A key bias is refused unless it is zero (masked): these models have none (:class:`zoo.core.qkv.QVBiasQKV`).
 """
@@ -97,7 +97,7 @@ _HF_RULES = rules(r"""
     ^embeddings\.cls_token$                   -> prefix.cls
     ^embeddings\.register_tokens$             -> prefix.registers
     ^embeddings\.patch_embeddings\.           -> patch_embed.proj.
-    ^model\.layer\.(\d+)\.                    -> blocks.\1.
+    ^(model\.)?layer\.(\d+)\.                -> blocks.\2.
     \.attention\.o_proj\.                     -> .attn.proj.
     \.attention\.([qkv])_proj\.               -> .attn.\1_proj.
     \.layer_scale(\d)\.lambda1$               -> .ls\1.gamma
@@ -111,15 +111,16 @@ def dinov3_from_hf(state: dict) -> dict:
     """transformers' layout (see the module docstring) -> this project's keys."""
     fix = "transformers' DINOv3ViTModel saves it so; save the model again with save_pretrained"
     state = {k: v for k, v in state.items() if k not in ('embeddings.mask_token', 'rope_embeddings.inv_freq')}
+    root = 'model.layer.' if any(k.startswith('model.layer.') for k in state) else 'layer.'  # as the file names them
     state = rename_keys(state, _HF_RULES)
     out, parts = gather_qkv(state, _HF_QKV)
     for (block, kind), qkv in parts.items():
-        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"model.layer.{block.split('.')[1]}.attention", kind,
+        out[f'{block}.attn.qkv.{kind}'] = fused_qkv(qkv, f"{root}{block.split('.')[1]}.attention", kind,
                                                     'DINOv3ViTModel', names=('q_proj', 'k_proj', 'v_proj'))
     for key in list(out):
         match = _HF_BIAS.match(key)
         if match and match[2] == 'k':
-            _no_key_bias(out.pop(key), f"model.layer.{match[1].split('.')[1]}.attention.k_proj.bias", fix)
+            _no_key_bias(out.pop(key), f"{root}{match[1].split('.')[1]}.attention.k_proj.bias", fix)
         elif match:
             out[f'{match[1]}.attn.qkv.{match[2]}_bias'] = out.pop(key)
     if any('.mlp.gate_proj.' in k for k in out):
