@@ -164,7 +164,8 @@ def official_state(reference: torch.nn.Module) -> dict:
         elif not key.endswith('attn.v_bias'):
             out[key] = value
     d, heads = reference.embed_dim, reference.blocks[0].attn.num_heads
-    out.update({'mask_token': torch.zeros(1, d), 'rope_embed.periods': torch.ones(d // heads // 4, dtype=torch.bfloat16),
+    out.update({'mask_token': torch.zeros(1, d),
+                'rope_embed.periods': torch.ones(d // heads // 4, dtype=torch.bfloat16),
                 'local_cls_norm.weight': torch.ones(d), 'local_cls_norm.bias': torch.zeros(d)})
     return out
 
