@@ -6,6 +6,7 @@ train-time augmentation follow transformers' and timm's formulas, and it is off 
 non-square inputs as timm's forward_intermediates; transformers' DINOv3ViTModel folders and official-layout
 checkpoints load and give their outputs."""
 import math
+import re
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ timm = pytest.importorskip('timm')
 NAMES = zoo.list_backbones('vit_*_dinov3*')
 SMALLEST = 'vit_small_patch16_dinov3'           # no q/k/v biases, plain MLP
 SMALLEST_QKVB = 'vit_small_plus_patch16_dinov3_qkvb'  # q/v biases and SwiGLU
+BIG = re.compile(r'_(large|huge_plus|7b)_')  # ~1 s each to build timm's on the meta device: the full suite's
 
 
 def strong_reference(name: str, **kwargs) -> torch.nn.Module:
@@ -38,7 +40,7 @@ def test_the_registered_names_are_timms_dinov3_vits():
     assert NAMES == sorted(timm.list_models('*dinov3*')) and len(NAMES) == 12
 
 
-@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if BIG.search(n) else n for n in NAMES])
 def test_every_name_builds_timms_keys_shapes_and_parameter_count(name):
     ours, reference = meta_pair(name)
     want = {k: tuple(v.shape) for k, v in dinov3_from_timm(reference.state_dict()).items()}
@@ -59,6 +61,19 @@ def test_full_size_parameter_counts_equal_timms_figures():
     block = 1536 + 384 * 1152 + 384 * 385 + 768 + 384 * 1536 + 1536 + 1536 * 384 + 384
     assert counts['vit_small_patch16_dinov3'] == 384 * 3 * 256 + 384 + 5 * 384 + 12 * block + 768 == 21_586_944
     assert counts['vit_7b_patch16_dinov3'] == 6_716_030_976  # DINOv3 7B: 6.7 B
+
+
+def test_list_models_gives_the_official_parameter_counts():
+    """tools/list_models.py's rows: the sizes facebookresearch/dinov3's README lists (21M, 29M, 86M, 300M, 840M,
+    6,716M), within its rounding (1 M, or 303 M -> '300M')."""
+    import list_models
+    rows = {r['name']: r for r in list_models.main(['vit_*_dinov3'])}
+    readme = {'small': 21, 'small_plus': 29, 'base': 86, 'large': 300, 'huge_plus': 840, '7b': 6716}
+    assert sorted(rows) == sorted(f'vit_{size}_patch16_dinov3' for size in readme)
+    for size, params in readme.items():
+        row = rows[f'vit_{size}_patch16_dinov3']
+        assert row['family'] == 'dinov3' and row['input'] == '256x256' and row['out_strides'] == [16] * 4
+        assert abs(row['classifier_params_M'] - params) < max(1.0, 0.012 * params), size  # 21.59 -> '21M'
 
 
 @pytest.mark.parametrize('name', [SMALLEST, SMALLEST_QKVB])
