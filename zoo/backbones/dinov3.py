@@ -13,7 +13,8 @@ the mean of the normed patch tokens (``global_pool='token'`` gives the official 
 
 RoPE train-time augmentation: the official recipe rescales the coordinates by exp U(-log 2, log 2) in training
 mode (``rescale=2``, also transformers' default); so do these models (``rope=dict(kind='dinov3', ...)`` overrides it),
-and evaluation uses the plain grid, where timm's, transformers' and the official outputs agree.
+each block drawing its own factor as the official ``forward_features_list`` does (transformers draws one per forward);
+evaluation uses the plain grid, where timm's, transformers' and the official outputs agree.
 
 Weights: timm's (its EVA layout), transformers' ``DINOv3ViTModel`` and the official checkpoints, converted by
 :mod:`zoo.weights.dinov3`. The official and transformers' files carry the (zero) q and v biases: they load into the
