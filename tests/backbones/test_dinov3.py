@@ -243,3 +243,14 @@ def test_transformers_nonzero_key_bias_is_refused(tmp_path):
     reference.save_pretrained(tmp_path)
     with pytest.raises(CheckpointLayoutError, match=r"key 'layer.0.attention.k_proj.bias': the key bias is not zero"):
         zoo.create_classifier(SMALLEST_QKVB, pretrained=tmp_path, **OURS_SMALL)
+
+
+def test_swiglu_block_missing_one_input_projection_names_it(tmp_path):
+    from safetensors.torch import load_file, save_file
+    path = save_safetensors(strong_reference(SMALLEST_QKVB, depth=1, num_classes=0), tmp_path / 'w.safetensors')
+    state = load_file(path)
+    del state['blocks.0.mlp.fc1_x.weight']
+    save_file(state, path)
+    with pytest.raises(CheckpointLayoutError, match=r"key 'blocks.0.mlp.fc1_x.weight': missing beside "
+                                                    r"blocks.0.mlp.fc1_g.weight"):
+        zoo.create_classifier(SMALLEST_QKVB, depth=1, pretrained=path)
