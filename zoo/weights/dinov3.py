@@ -5,7 +5,8 @@
   ``mlp.fc2``; the EVA renames are :func:`zoo.weights.eva.eva_to_vit`'s, the two SwiGLU inputs are packed into one
   ``mlp.fc1`` [gate | value] (:class:`zoo.core.Mlp` ``gated``).
 - official (facebookresearch/dinov3): ``cls_token``, ``storage_tokens`` (the registers), ``mask_token`` and
-  ``rope_embed.periods`` (dropped: the periods are recomputed in float32, as timm and transformers do),
+  ``rope_embed.periods`` (dropped: the periods are recomputed in float32, as timm and transformers do; the official
+  model runs on the stored ones, which timm notes were saved rounded to bfloat16, so it differs from these slightly),
   ``blocks.N.attn.qkv.bias`` beside its ``bias_mask`` (the k third masked to zero) -> q and v biases,
   ``ls1.gamma``/``ls2.gamma``, ``mlp.fc1``/``fc2`` or SwiGLU ``mlp.w1`` (gate) / ``w2`` (value) / ``w3``, ``norm``;
   ``local_cls_norm`` (a norm of the pre-training's local crops, unused at inference) is dropped.
