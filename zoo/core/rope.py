@@ -62,9 +62,10 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
 
 def apply_rotation_half(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     """x '... n d' turned by ``angles`` '... n (d/2)' with channel j paired to channel j + d/2 ("rotate half")."""
-    angles = torch.cat([angles, angles], dim=-1)
-    first, second = x.float().chunk(2, dim=-1)
-    out = x.float() * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()
+    angles = torch.cat([angles, angles], dim=-1)  # one angle per channel of its pair
+    x32 = x.float()
+    first, second = x32.chunk(2, dim=-1)
+    out = x32 * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()
     return out.to(x.dtype)
 
 
