@@ -29,6 +29,8 @@ COVERED_BY = {
        if name != 'vit_xsmall_patch16_clip_224'},  # CLIP: the ViT classes; QuickGELU in test_clip.py
     **{name: 'vit_base_patch16_siglip_224' for name in zoo.list_backbones('vit_*_siglip_*')
        if name != 'vit_base_patch16_siglip_224'},  # SigLIP: the ViT classes; the heads in test_siglip.py
+    **{name: 'vit_small_patch16_dinov3' for name in zoo.list_backbones('vit_*_dinov3*')
+       if name != 'vit_small_patch16_dinov3'},  # DINOv3: one class pair; biases, SwiGLU, 7B in test_dinov3.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

@@ -75,7 +75,7 @@ def test_rope_scores_depend_only_on_the_offset_and_leave_prefix_tokens(rope):
 def test_rope_refuses_what_it_cannot_turn():
     with pytest.raises(ValueError, match='divisible by 4'):
         AxialRope(6)
-    with pytest.raises(ValueError, match="'axial' or 'mixed'"):
+    with pytest.raises(ValueError, match="'axial', 'mixed' or 'dinov3'"):
         make_rope(dict(kind='spiral'), 8, 2)
     with pytest.raises(ValueError, match='does not take'):
         make_rope(dict(kind='mixed', ref_grid=(4, 4)), 8, 2)

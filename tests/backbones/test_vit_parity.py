@@ -11,10 +11,11 @@ timm = pytest.importorskip('timm')
 
 # RoPE ViTs (timm's EVA model): their code paths are checked on the small names in tests/backbones/test_rope_alibi.py;
 # DINOv2 (patch 14, 518x518) is compared with timm in tests/backbones/test_dinov2.py, the CLIP towers (reduced
-# depth) in tests/backbones/test_clip.py, the SigLIP towers (reduced depth) in tests/backbones/test_siglip.py
+# depth) in tests/backbones/test_clip.py, the SigLIP towers (reduced depth) in tests/backbones/test_siglip.py, DINOv3
+# (reduced depth; its huge and 7B sizes only ever on the meta device) in tests/backbones/test_dinov3.py
 UP_TO_BASE = [n for n in zoo.list_backbones('vit_*') + zoo.list_backbones('deit_*')
               if 'large' not in n and '_rope' not in n and 'dinov2' not in n and '_clip_' not in n
-              and '_siglip' not in n]
+              and '_siglip' not in n and '_dinov3' not in n]
 BASE = {n for n in UP_TO_BASE if 'base' in n}
 
 

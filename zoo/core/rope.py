@@ -17,6 +17,13 @@ Positions are patch indices 0 .. h-1 / 0 .. w-1 of the input's grid (any grid, n
 ``ref_grid`` they are rescaled so that the grid spans ``ref_grid`` (EVA's rule, timm's ``ref_feat_shape``).
 ``indexing='xy'`` takes x (the column) as the first coordinate (the paper's and timm's RoPE-ViT), 'ij' the row
 (EVA). The tokens before the grid's h*w (CLS, registers) are not turned. Angles are computed in float32.
+
+- :class:`DINOv3Rope` (DINOv3, Simeoni et al. 2025): patch centres normalised to [-1, 1] (each axis by its own size,
+  or both by the shorter / longer side), row first; pair j of the first half turns by 2 pi y / period_j, of the
+  second half by 2 pi x / period_j, with d/4 periods ``base ** (4i / d)`` or geometric from ``min_period`` to
+  ``max_period``. Channels pair as (c_j, c_(j + d/2)) ("rotate half"), not (c_2j, c_2j+1). In training mode only,
+  the coordinates are shifted, jittered per axis and rescaled by random draws (the official train-time
+  augmentations); evaluation uses the plain grid.
 """
 from __future__ import annotations
 
@@ -53,6 +60,15 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
     return rearrange(torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1), '... d two -> ... (d two)')
 
 
+def apply_rotation_half(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """x '... n d' turned by ``angles`` '... n (d/2)' with channel j paired to channel j + d/2 ("rotate half")."""
+    angles = torch.cat([angles, angles], dim=-1)  # one angle per channel of its pair
+    x32 = x.float()
+    first, second = x32.chunk(2, dim=-1)
+    out = x32 * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()
+    return out.to(x.dtype)
+
+
 def apply_rotation(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     """x '... n d' turned pairwise by ``angles`` '... n (d/2)' (float32 math, x's dtype out)."""
     angles = angles.repeat_interleave(2, dim=-1)  # one angle per channel of its pair
@@ -72,6 +88,10 @@ class _Rope(nn.Module):
     def angles(self, grid: Grid, device) -> torch.Tensor:
         raise NotImplementedError
 
+    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+        """x '... n d' turned pairwise by ``angles`` '... n (d/2)' (pairs (c_2j, c_2j+1))."""
+        return apply_rotation(x, angles)
+
     def forward(self, q: torch.Tensor, k: torch.Tensor, grid: Grid | None):
         """q 'b heads m d', k 'b heads n d' (the last h*w of the n tokens on the grid) -> turned q, k."""
         if grid is None:
@@ -82,9 +102,9 @@ class _Rope(nn.Module):
             raise ValueError(f"{type(self).__name__}: {k.shape[-2]} keys cannot hold the {grid[0]}x{grid[1]} grid; "
                              f"rotary positions need every patch token as a key (no strided key/value projection)")
         angles = self.angles(grid, q.device)  # (heads | 1) (h w) (d/2)
-        k = torch.cat([k[..., :prefix, :], apply_rotation(k[..., prefix:, :], angles)], dim=-2)
+        k = torch.cat([k[..., :prefix, :], self.rotate(k[..., prefix:, :], angles)], dim=-2)
         if q.shape[-2] > prefix:  # queries may be a leading subset of the tokens (SeparateQKV num_queries)
-            turned = apply_rotation(q[..., prefix:, :], angles[..., :q.shape[-2] - prefix, :])
+            turned = self.rotate(q[..., prefix:, :], angles[..., :q.shape[-2] - prefix, :])
             q = torch.cat([q[..., :prefix, :], turned], dim=-2)
         return q, k
 
@@ -139,19 +159,101 @@ class MixedRope(NoWeightDecay, _Rope):
         return f"num_heads={self.freqs.shape[1]}, head_dim={2 * self.freqs.shape[2]}, indexing={self.indexing!r}"
 
 
+NORMALIZE_COORDS = ('separate', 'min', 'max')
+
+
+def centred_coords(grid: Grid, normalize: str = 'separate', device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Patch centres '(h w)' of the grid, row-major, as (y, x) in [-1, 1]: (i + 0.5) / s * 2 - 1 with s the axis's
+    own size ('separate'), or the shorter ('min') / longer ('max') side for both (then the other axis spans less or
+    more than [-1, 1])."""
+    h, w = int(grid[0]), int(grid[1])
+    sizes = {'separate': (h, w), 'min': (min(h, w),) * 2, 'max': (max(h, w),) * 2}
+    if normalize not in sizes:
+        raise ValueError(f"rope normalize must be one of {', '.join(map(repr, NORMALIZE_COORDS))}, got {normalize!r}")
+    ys = torch.arange(0.5, h, device=device, dtype=torch.float32) / sizes[normalize][0]
+    xs = torch.arange(0.5, w, device=device, dtype=torch.float32) / sizes[normalize][1]
+    y, x = torch.meshgrid(ys, xs, indexing='ij')
+    return 2.0 * y.flatten() - 1.0, 2.0 * x.flatten() - 1.0
+
+
+class DINOv3Rope(_Rope):
+    """DINOv3's RoPE (see the module docstring): no parameters; ``shift`` (coordinates + U(-shift, shift) per axis),
+    ``jitter`` (times exp U(-log J, log J) per axis) and ``rescale`` (times exp U(-log R, log R), both axes), drawn once
+    per call, in this order, in training mode only."""
+
+    def __init__(self, head_dim: int, base: float | None = 100.0, min_period: float | None = None,
+                 max_period: float | None = None, normalize: str = 'separate', shift: float | None = None,
+                 jitter: float | None = None, rescale: float | None = None):
+        super().__init__('ij')
+        if head_dim % 4:
+            raise ValueError(f"2-D RoPE needs a head width divisible by 4, got {head_dim}")
+        if (min_period is None) != (max_period is None) or (base is None) == (min_period is None):
+            raise ValueError(f"DINOv3 rope periods: give either base (got {base}) or both min_period and max_period "
+                             f"(got {min_period}, {max_period}), not both")
+        if normalize not in NORMALIZE_COORDS:
+            raise ValueError(f"rope normalize must be one of {', '.join(map(repr, NORMALIZE_COORDS))}, "
+                             f"got {normalize!r}")
+        for name, value, least in (('shift', shift, 0.0), ('jitter', jitter, 1.0), ('rescale', rescale, 1.0)):
+            if value is not None and not value >= least:
+                raise ValueError(f"rope {name} must be None or >= {least}, got {value}")
+        self.head_dim, self.base, self.min_period, self.max_period = head_dim, base, min_period, max_period
+        self.normalize, self.shift, self.jitter, self.rescale = normalize, shift, jitter, rescale
+
+    def periods(self, device=None) -> torch.Tensor:
+        """'(d/4)': base ** (4i / d), or min_period * (max_period / min_period) ** (i / (d/4 - 1))."""
+        bands = self.head_dim // 4
+        if self.base is not None:
+            return self.base ** (2 * torch.arange(bands, device=device, dtype=torch.float32) / (self.head_dim // 2))
+        steps = torch.linspace(0, 1, bands, device=device, dtype=torch.float32)
+        return self.min_period * (self.max_period / self.min_period) ** steps
+
+    def coords(self, grid: Grid, device=None) -> torch.Tensor:
+        """'(h w) 2' (y, x), augmented in training mode."""
+        coords = torch.stack(centred_coords(grid, self.normalize, device), dim=-1)
+        if not self.training:
+            return coords
+        if self.shift is not None:
+            coords = coords + torch.empty(2, device=device).uniform_(-self.shift, self.shift)
+        if self.jitter is not None:
+            limit = math.log(self.jitter)
+            coords = coords * torch.empty(2, device=device).uniform_(-limit, limit).exp()
+        if self.rescale is not None:
+            limit = math.log(self.rescale)
+            coords = coords * torch.empty(1, device=device).uniform_(-limit, limit).exp()
+        return coords
+
+    def angles(self, grid: Grid, device) -> torch.Tensor:
+        """'1 (h w) (d/2)': [y angles | x angles], 2 pi coordinate / period."""
+        angles = 2 * math.pi * self.coords(grid, device)[:, :, None] / self.periods(device)  # (h w) 2 (d/4)
+        return angles.flatten(1)[None]
+
+    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+        return apply_rotation_half(x, angles)
+
+    def extra_repr(self) -> str:
+        periods = f"base={self.base}" if self.base is not None else \
+            f"min_period={self.min_period}, max_period={self.max_period}"
+        return f"head_dim={self.head_dim}, {periods}, normalize={self.normalize!r}, shift={self.shift}, " \
+               f"jitter={self.jitter}, rescale={self.rescale}"
+
+
 def make_rope(spec: dict | None, head_dim: int, num_heads: int) -> _Rope | None:
     """A rope module from a config dict: ``dict(kind='axial' | 'mixed', temperature=..., indexing='xy' | 'ij',
-    ref_grid=(h, w) (axial only))``; None for None."""
+    ref_grid=(h, w) (axial only))`` or ``dict(kind='dinov3', base=..., min_period=..., max_period=...,
+    normalize=..., shift=..., jitter=..., rescale=...)`` (:class:`DINOv3Rope`); None for None."""
     if spec is None:
         return None
     spec = dict(spec)
     kind = spec.pop('kind', 'axial')
-    allowed = {'axial': {'temperature', 'indexing', 'ref_grid'}, 'mixed': {'temperature', 'indexing'}}
+    allowed = {'axial': {'temperature', 'indexing', 'ref_grid'}, 'mixed': {'temperature', 'indexing'},
+               'dinov3': {'base', 'min_period', 'max_period', 'normalize', 'shift', 'jitter', 'rescale'}}
     if kind not in allowed:
-        raise ValueError(f"rope kind must be 'axial' or 'mixed', got {kind!r}")
+        raise ValueError(f"rope kind must be 'axial', 'mixed' or 'dinov3', got {kind!r}")
     unknown = sorted(set(spec) - allowed[kind])
     if unknown:
         raise ValueError(f"rope kind {kind!r} does not take {unknown}; it takes {sorted(allowed[kind])}")
     if kind == 'axial':
         return AxialRope(head_dim, **spec)
+    if kind == 'dinov3':
+        return DINOv3Rope(head_dim, **spec)
     return MixedRope(head_dim, num_heads, **spec)

@@ -4,12 +4,13 @@ CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``
 (``encoder.stages...``), from a ``save_pretrained`` folder, its weights file or a state dict.
 CLIP image towers (the ``vit`` family): ``CLIPVisionModel``, ``CLIPVisionModelWithProjection``, ``CLIPModel``
 (:mod:`.clip`); SigLIP image towers (also ``vit``): ``SiglipVisionModel``, ``SiglipModel`` (:mod:`.siglip`), told
-apart by the keys. DINOv2: :mod:`.dinov2`.
+apart by the keys. DINOv2: :mod:`.dinov2`. DINOv3 (``DINOv3ViTModel``): :mod:`.dinov3`.
 """
 from __future__ import annotations
 
 from .clip import clip_from_hf
 from .dinov2 import dinov2_from_hf
+from .dinov3 import dinov3_from_hf
 from .rename import rename_keys, rules
 from .siglip import is_siglip_layout, siglip_from_hf
 
@@ -48,4 +49,4 @@ def vit_from_hf(state: dict) -> dict:
     return siglip_from_hf(state) if is_siglip_layout(state) else clip_from_hf(state)
 
 
-FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'vit': vit_from_hf}
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'dinov3': dinov3_from_hf, 'vit': vit_from_hf}

@@ -8,12 +8,16 @@ official model runs its MLPs with QuickGELU: build with ``act='quick_gelu'`` to 
 CrossViT (IBM/CrossViT): timm's layout but ``pos_embed.{i}`` / ``cls_token.{i}`` parameter lists; one converter
 reads both.
 
+DINOv3 (facebookresearch/dinov3: ``storage_tokens``, masked ``qkv.bias``, ``mlp.w1/w2/w3``): see
+:mod:`zoo.weights.dinov3`.
+
 Swin V1 / V2 (microsoft/Swin-Transformer, ``layers.N.blocks.M...``, patch merging at the end of a stage): see
 :mod:`zoo.weights.swin`.
 """
 from __future__ import annotations
 
 from .dinov2 import dinov2_from_official
+from .dinov3 import dinov3_from_official
 from .rename import rename_keys, rules
 from .swin import swin_from_official
 from .timm import crossvit_from_timm
@@ -32,4 +36,4 @@ def cvt_from_official(state: dict) -> dict:
 
 
 FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'swin': swin_from_official,
-                 'dinov2': dinov2_from_official}
+                 'dinov2': dinov2_from_official, 'dinov3': dinov3_from_official}
