@@ -12,7 +12,17 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
+from ..core import (
+    AttentionPool,
+    Block,
+    LearnedPosEmbed,
+    Mlp,
+    PatchEmbed,
+    PrefixTokens,
+    PreNormLinear,
+    SinCosPosEmbed,
+    init_linear,
+)
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
 from ..core.layers import activation_layer
@@ -44,6 +54,12 @@ class ViTEncoder(nn.Module):
     swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
     act: the MLPs' activation, a name of :data:`zoo.core.ACTIVATIONS` ('quick_gelu' for OpenAI's CLIP towers);
     pre_norm: a LayerNorm on the tokens before the blocks (``norm_pre``, CLIP's ``ln_pre``; timm's ``pre_norm``).
+    mlp_norm: a LayerNorm on the MLPs' hidden width before fc2 (the :class:`zoo.core.Mlp` ``norm`` part; EVA-02,
+    timm's ``scale_mlp``);
+    attn_norm: a LayerNorm on the heads' output before the attention's projection (its ``proj`` part a
+    :class:`zoo.core.PreNormLinear`; EVA-02 CLIP, timm's ``scale_attn_inner``);
+    norm_placement: the blocks' norms (:data:`zoo.core.block.NORM_PLACEMENTS`), 'post' with ``post_norm``, else 'pre'
+    unless given ('res_post': EVA-02 CLIP enormous).
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
@@ -56,7 +72,8 @@ class ViTEncoder(nn.Module):
                  norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
                  alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False):
+                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False, mlp_norm: bool = False,
+                 attn_norm: bool = False, norm_placement: str | None = None):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
@@ -79,25 +96,32 @@ class ViTEncoder(nn.Module):
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
         self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
+        mlp_act = dict(act_layer=nn.SiLU, gated=True) if swiglu else dict(act_layer=activation_layer(act))
+        hidden = int(embed_dim * mlp_ratio)
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
-                  norm_placement='post' if post_norm else 'pre',
-                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate),
-                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else dict(act_layer=activation_layer(act))))
+                  norm_placement=norm_placement or ('post' if post_norm else 'pre'),
+                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate,
+                                                norm_layer if attn_norm else None),
+                  mlp=Mlp(embed_dim, hidden, drop=drop_rate, norm=norm_layer(hidden), **mlp_act) if mlp_norm else None,
+                  act_layer=mlp_act['act_layer'], gated_mlp=swiglu)
             for rate in rates)
         self.apply(init_linear)
 
-    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop) -> Attention | None:
-        """A block's attention with rotary positions, ALiBi or no k bias; None (the block's default) otherwise."""
-        if rope is None and not alibi and (key_bias or not qkv_bias):
+    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop,
+                            proj_norm=None) -> Attention | None:
+        """A block's attention with rotary positions, ALiBi, no k bias or a norm before its projection
+        (``proj_norm``, a norm class); None (the block's default) otherwise."""
+        if rope is None and not alibi and (key_bias or not qkv_bias) and proj_norm is None:
             return None
         heads = self.num_heads
         qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
         # the parts built in this order (q/v-bias projection, rope, ALiBi, fused projection): seeded inits as ever
         rope, pos_bias = make_rope(rope, self.embed_dim // heads, heads), make_alibi(alibi, heads, len(self.prefix))
         qkv = FusedQKV(self.embed_dim, bias=qkv_bias) if qkv is None else qkv
-        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, attn_drop=attn_drop,
+        proj = None if proj_norm is None else PreNormLinear(self.embed_dim, self.embed_dim, proj_norm(self.embed_dim))
+        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, proj=proj, attn_drop=attn_drop,
                          proj_drop=proj_drop)
 
     @property
