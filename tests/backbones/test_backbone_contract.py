@@ -29,6 +29,8 @@ COVERED_BY = {
        if name != 'vit_xsmall_patch16_clip_224'},  # CLIP: the ViT classes; QuickGELU in test_clip.py
     **{name: 'vit_base_patch16_siglip_224' for name in zoo.list_backbones('vit_*_siglip_*')
        if name != 'vit_base_patch16_siglip_224'},  # SigLIP: the ViT classes; the heads in test_siglip.py
+    **{name: 'eva02_tiny_patch14_224' for name in zoo.list_backbones('eva02_*')
+       if name != 'eva02_tiny_patch14_224'},  # EVA-02: the ViT classes; each code path in test_eva02.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane
