@@ -28,7 +28,8 @@ def test_the_registered_names_are_timms_eva02_names():
     assert NAMES == sorted(timm.list_models('eva02_*')) and len(NAMES) == 12
 
 
-@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if 'large' in n or 'enormous' in n else n
+                                  for n in NAMES])  # the wide ones' options: the same as base's (and their own test)
 def test_registered_options_build_timms_keys_shapes_and_parameter_count(name):
     ours, reference = meta_pair(name)
     want = {k: tuple(v.shape) for k, v in vit_from_timm(reference.state_dict()).items()}
@@ -114,3 +115,14 @@ def test_an_eva02_file_missing_a_key_projection_names_the_key(tmp_path):
     with pytest.raises(CheckpointLayoutError, match=r"key 'blocks\.0\.attn\.k_proj\.weight': missing beside "
                                                     r"q_proj\.weight, v_proj\.weight"):
         zoo.create_classifier('eva02_base_patch14_224', depth=1, pretrained=tmp_path / 'w.safetensors', **NARROW)
+
+
+def test_list_models_reports_eva02_names_with_timms_counts():
+    import list_models
+    names = ['eva02_tiny_*', 'eva02_small_patch14_336', 'eva02_large_patch14_448', 'eva02_base_patch16_clip_224']
+    rows = {r['name']: r for r in list_models.main(names)}
+    # timm's model cards: EVA02-Ti 5.5 M (MIM, headless), EVA02-S 22.1 M at 336 (in1k head), EVA02-L 305.1 M at 448
+    assert rows[SMALLEST]['classifier_params_M'] == 5.5 and rows[SMALLEST]['input'] == '224x224'
+    assert rows['eva02_small_patch14_336']['classifier_params_M'] == pytest.approx(22.1, abs=0.05)
+    assert rows['eva02_large_patch14_448']['classifier_params_M'] == pytest.approx(305.1, abs=0.05)
+    assert rows['eva02_base_patch16_clip_224']['out_strides'] == [16] * 4 and rows[SMALLEST]['out_strides'] == [14] * 4
