@@ -177,16 +177,21 @@ class ViTClassifier(ViTEncoder):
     """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens, 'attention' = a
     learned query attending over itself and the patch tokens, :class:`zoo.core.AttentionPool`; 'map' = a learned
     probe attending over the patch tokens, then a residual MLP, :class:`zoo.core.ProbePool`, SigLIP's MAP head with
-    the blocks' MLP width and activation) and head.
+    the blocks' MLP width and activation) and head. ``pool_heads`` / ``pool_mlp_ratio``: the pooling's heads and
+    MLP width ratio when they are not the blocks' (Perception Encoder's MAP head: 8 heads, ratio 4);
+    ``pool_prefix``: 'avg' and the attention pools read the prefix tokens too (PE's MAP head reads the CLS token).
 
     As in timm, 'avg' (and 'attention') pooling normalises after pooling (``fc_norm``) instead of before (``norm``);
     ``fc_norm=False`` normalises the tokens before 'avg' pooling instead (SigLIP's ``_gap_`` towers). 'map' normalises
-    the tokens before pooling.
+    the tokens before pooling. ``final_norm=False`` normalises neither (Perception Encoder's lang and spatial towers:
+    the mean of the last block's patch tokens).
     """
 
     def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0,
-                 fc_norm: bool | None = None, **kwargs):
+                 fc_norm: bool | None = None, final_norm: bool = True, pool_heads: int | None = None,
+                 pool_mlp_ratio: float | None = None, pool_prefix: bool = False, **kwargs):
         super().__init__(**kwargs)
+        self.pool_prefix = pool_prefix
         if global_pool not in ('token', 'avg', 'attention', 'map'):
             raise ValueError(f"global_pool must be 'token', 'avg', 'attention' or 'map', got {global_pool!r}")
         if global_pool == 'token' and not self.num_prefix_tokens:
@@ -194,14 +199,15 @@ class ViTClassifier(ViTEncoder):
         self.global_pool, self.num_classes = global_pool, num_classes
         norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
         fc_norm = global_pool in ('avg', 'attention') if fc_norm is None else fc_norm
-        self.norm = nn.Identity() if fc_norm else norm(self.embed_dim)
-        self.fc_norm = norm(self.embed_dim) if fc_norm else nn.Identity()
+        self.norm = nn.Identity() if fc_norm or not final_norm else norm(self.embed_dim)
+        self.fc_norm = norm(self.embed_dim) if fc_norm and final_norm else nn.Identity()
+        heads = pool_heads or self.blocks[0].attn.num_heads
         if global_pool == 'attention':
-            self.attn_pool = AttentionPool(self.embed_dim, self.blocks[0].attn.num_heads)
+            self.attn_pool = AttentionPool(self.embed_dim, heads)
         elif global_pool == 'map':
             mlp = self.blocks[0].mlp
-            self.attn_pool = ProbePool(self.embed_dim, self.blocks[0].attn.num_heads, mlp.fc2.in_features, norm,
-                                       type(mlp.act))
+            hidden = mlp.fc2.in_features if pool_mlp_ratio is None else int(self.embed_dim * pool_mlp_ratio)
+            self.attn_pool = ProbePool(self.embed_dim, heads, hidden, norm, type(mlp.act))
         self.head_drop = nn.Dropout(head_drop) if head_drop else nn.Identity()
         self.head = self._new_head()
 
@@ -216,11 +222,12 @@ class ViTClassifier(ViTEncoder):
         return self.norm(self.run_blocks(x, grid)[0])
 
     def pool(self, x: torch.Tensor) -> torch.Tensor:
-        """'b n d -> b d': the first prefix token, the mean of the patch tokens, or attention pooling over them."""
+        """'b n d -> b d': the first prefix token, the mean of the patch tokens, or attention pooling over them (over
+        every token with ``pool_prefix``)."""
         if self.global_pool == 'token':
             return x[:, 0]
-        patches = x[:, self.num_prefix_tokens:]
-        return patches.mean(dim=1) if self.global_pool == 'avg' else self.attn_pool(patches)
+        tokens = x if self.pool_prefix else x[:, self.num_prefix_tokens:]
+        return tokens.mean(dim=1) if self.global_pool == 'avg' else self.attn_pool(tokens)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False):
         x = self.head_drop(self.fc_norm(self.pool(x)))
