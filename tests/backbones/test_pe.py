@@ -88,3 +88,15 @@ def test_the_rope_offset_shifts_the_indices_before_the_rescaling():
     y = torch.tensor([1.] * 3 + [2.] * 3) * 4 / 2  # rows 1..2 on a 2-high grid rescaled to 4
     want = torch.stack([x, x / 100, y, y / 100], dim=-1)
     assert torch.allclose(angles, want)
+
+
+def test_list_models_reports_pe_names_with_timms_counts():
+    import list_models
+    names = ['vit_pe_core_tiny_patch16_384', 'vit_pe_spatial_tiny_patch16_512', 'vit_pe_core_base_patch16_224']
+    rows = {r['name']: r for r in list_models.main(names)}
+    for name in names:
+        with torch.device('meta'):
+            reference = timm.create_model(name, pretrained=False)
+        assert rows[name]['classifier_params_M'] == round(sum(p.numel() for p in reference.parameters()) / 1e6, 2)
+    assert rows[SMALLEST]['input'] == '384x384' and rows[SMALLEST]['out_strides'] == [16] * 4
+    assert rows['vit_pe_spatial_tiny_patch16_512']['backbone_params_M'] == 5.68  # headless: the same tower
