@@ -31,6 +31,10 @@ COVERED_BY = {
        if name != 'vit_base_patch16_siglip_224'},  # SigLIP: the ViT classes; the heads in test_siglip.py
     **{name: 'vit_small_patch16_dinov3' for name in zoo.list_backbones('vit_*_dinov3*')
        if name != 'vit_small_patch16_dinov3'},  # DINOv3: one class pair; biases, SwiGLU, 7B in test_dinov3.py
+    **{name: 'eva02_tiny_patch14_224' for name in zoo.list_backbones('eva02_*')
+       if name != 'eva02_tiny_patch14_224'},  # EVA-02: the ViT classes; each code path in test_eva02.py
+    **{name: 'vit_pe_core_tiny_patch16_384' for name in zoo.list_backbones('vit_pe_*')
+       if name != 'vit_pe_core_tiny_patch16_384'},  # Perception Encoder: the ViT classes; each path in test_pe.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

@@ -12,10 +12,11 @@ timm = pytest.importorskip('timm')
 # RoPE ViTs (timm's EVA model): their code paths are checked on the small names in tests/backbones/test_rope_alibi.py;
 # DINOv2 (patch 14, 518x518) is compared with timm in tests/backbones/test_dinov2.py, the CLIP towers (reduced
 # depth) in tests/backbones/test_clip.py, the SigLIP towers (reduced depth) in tests/backbones/test_siglip.py, DINOv3
-# (reduced depth; its huge and 7B sizes only ever on the meta device) in tests/backbones/test_dinov3.py
+# (reduced depth; its huge and 7B sizes only ever on the meta device) in tests/backbones/test_dinov3.py, the
+# Perception Encoder towers (reduced depth and width; gigantic ones among them) in tests/backbones/test_pe.py
 UP_TO_BASE = [n for n in zoo.list_backbones('vit_*') + zoo.list_backbones('deit_*')
               if 'large' not in n and '_rope' not in n and 'dinov2' not in n and '_clip_' not in n
-              and '_siglip' not in n and '_dinov3' not in n]
+              and '_siglip' not in n and '_dinov3' not in n and not n.startswith('vit_pe_')]
 BASE = {n for n in UP_TO_BASE if 'base' in n}
 
 
@@ -102,7 +103,8 @@ def test_dist_token_reaches_the_output_only_through_its_head():
     torch.testing.assert_close(dist2 - dist, model.head_dist.weight.sum(1).expand(2, 10), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize('name', zoo.list_backbones('vit_*') + zoo.list_backbones('deit_*'))
+@pytest.mark.parametrize('name', [n for n in zoo.list_backbones('vit_*') + zoo.list_backbones('deit_*')
+                                  if not n.startswith('vit_pe_')])  # PE's counts: tests/backbones/test_pe.py
 def test_parameter_counts_equal_timm(name):
     ours, ref = meta_pair(name)  # both: the class count of the default weights
     assert count_params(ours) == count_params(ref)

@@ -1,5 +1,22 @@
 """Backbone families, one file each; importing a family registers its named variants."""
-from . import clip, coatnet, crossvit, cvt, deit, dinov2, dinov3, levit, pit, siglip, swin, vit, vit_hybrid, vit_rope  # noqa: F401
+from . import (  # noqa: F401
+    clip,
+    coatnet,
+    crossvit,
+    cvt,
+    deit,
+    dinov2,
+    dinov3,
+    eva02,
+    levit,
+    pe,
+    pit,
+    siglip,
+    swin,
+    vit,
+    vit_hybrid,
+    vit_rope,
+)
 from .coatnet import CoAtNetBackbone, CoAtNetClassifier, CoAtNetEncoder
 from .crossvit import CrossViTBackbone, CrossViTClassifier, CrossViTEncoder
 from .cvt import CvTBackbone, CvTClassifier, CvTEncoder

@@ -12,7 +12,17 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import AttentionPool, Block, LearnedPosEmbed, PatchEmbed, PrefixTokens, SinCosPosEmbed, init_linear
+from ..core import (
+    AttentionPool,
+    Block,
+    LearnedPosEmbed,
+    Mlp,
+    PatchEmbed,
+    PrefixTokens,
+    PreNormLinear,
+    SinCosPosEmbed,
+    init_linear,
+)
 from ..core.alibi import make_alibi
 from ..core.attention import Attention
 from ..core.layers import activation_layer
@@ -44,6 +54,12 @@ class ViTEncoder(nn.Module):
     swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
     act: the MLPs' activation, a name of :data:`zoo.core.ACTIVATIONS` ('quick_gelu' for OpenAI's CLIP towers);
     pre_norm: a LayerNorm on the tokens before the blocks (``norm_pre``, CLIP's ``ln_pre``; timm's ``pre_norm``).
+    mlp_norm: a LayerNorm on the MLPs' hidden width before fc2 (the :class:`zoo.core.Mlp` ``norm`` part; EVA-02,
+    timm's ``scale_mlp``);
+    attn_norm: a LayerNorm on the heads' output before the attention's projection (its ``proj`` part a
+    :class:`zoo.core.PreNormLinear`; EVA-02 CLIP, timm's ``scale_attn_inner``);
+    norm_placement: the blocks' norms (:data:`zoo.core.block.NORM_PLACEMENTS`), 'post' with ``post_norm``, else 'pre'
+    unless given ('res_post': EVA-02 CLIP enormous).
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
@@ -56,7 +72,8 @@ class ViTEncoder(nn.Module):
                  norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
                  alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False):
+                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False, mlp_norm: bool = False,
+                 attn_norm: bool = False, norm_placement: str | None = None):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
@@ -79,25 +96,32 @@ class ViTEncoder(nn.Module):
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
         self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
+        mlp_act = dict(act_layer=nn.SiLU, gated=True) if swiglu else dict(act_layer=activation_layer(act))
+        hidden = int(embed_dim * mlp_ratio)
         self.blocks = nn.ModuleList(
             Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
-                  norm_placement='post' if post_norm else 'pre',
-                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate),
-                  **(dict(act_layer=nn.SiLU, gated_mlp=True) if swiglu else dict(act_layer=activation_layer(act))))
+                  norm_placement=norm_placement or ('post' if post_norm else 'pre'),
+                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate,
+                                                norm_layer if attn_norm else None),
+                  mlp=Mlp(embed_dim, hidden, drop=drop_rate, norm=norm_layer(hidden), **mlp_act) if mlp_norm else None,
+                  act_layer=mlp_act['act_layer'], gated_mlp=swiglu)
             for rate in rates)
         self.apply(init_linear)
 
-    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop) -> Attention | None:
-        """A block's attention with rotary positions, ALiBi or no k bias; None (the block's default) otherwise."""
-        if rope is None and not alibi and (key_bias or not qkv_bias):
+    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop,
+                            proj_norm=None) -> Attention | None:
+        """A block's attention with rotary positions, ALiBi, no k bias or a norm before its projection
+        (``proj_norm``, a norm class); None (the block's default) otherwise."""
+        if rope is None and not alibi and (key_bias or not qkv_bias) and proj_norm is None:
             return None
         heads = self.num_heads
         qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
         # the parts built in this order (q/v-bias projection, rope, ALiBi, fused projection): seeded inits as ever
         rope, pos_bias = make_rope(rope, self.embed_dim // heads, heads), make_alibi(alibi, heads, len(self.prefix))
         qkv = FusedQKV(self.embed_dim, bias=qkv_bias) if qkv is None else qkv
-        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, attn_drop=attn_drop,
+        proj = None if proj_norm is None else PreNormLinear(self.embed_dim, self.embed_dim, proj_norm(self.embed_dim))
+        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, proj=proj, attn_drop=attn_drop,
                          proj_drop=proj_drop)
 
     @property
@@ -153,16 +177,21 @@ class ViTClassifier(ViTEncoder):
     """ViT with final norm, pooling ('token' = first prefix token, 'avg' = mean of patch tokens, 'attention' = a
     learned query attending over itself and the patch tokens, :class:`zoo.core.AttentionPool`; 'map' = a learned
     probe attending over the patch tokens, then a residual MLP, :class:`zoo.core.ProbePool`, SigLIP's MAP head with
-    the blocks' MLP width and activation) and head.
+    the blocks' MLP width and activation) and head. ``pool_heads`` / ``pool_mlp_ratio``: the pooling's heads and
+    MLP width ratio when they are not the blocks' (Perception Encoder's MAP head: 8 heads, ratio 4);
+    ``pool_prefix``: 'avg' and the attention pools read the prefix tokens too (PE's MAP head reads the CLS token).
 
     As in timm, 'avg' (and 'attention') pooling normalises after pooling (``fc_norm``) instead of before (``norm``);
     ``fc_norm=False`` normalises the tokens before 'avg' pooling instead (SigLIP's ``_gap_`` towers). 'map' normalises
-    the tokens before pooling.
+    the tokens before pooling. ``final_norm=False`` normalises neither (Perception Encoder's lang and spatial towers:
+    the mean of the last block's patch tokens).
     """
 
     def __init__(self, num_classes: int = 1000, global_pool: str = 'token', head_drop: float = 0.0,
-                 fc_norm: bool | None = None, **kwargs):
+                 fc_norm: bool | None = None, final_norm: bool = True, pool_heads: int | None = None,
+                 pool_mlp_ratio: float | None = None, pool_prefix: bool = False, **kwargs):
         super().__init__(**kwargs)
+        self.pool_prefix = pool_prefix
         if global_pool not in ('token', 'avg', 'attention', 'map'):
             raise ValueError(f"global_pool must be 'token', 'avg', 'attention' or 'map', got {global_pool!r}")
         if global_pool == 'token' and not self.num_prefix_tokens:
@@ -170,14 +199,15 @@ class ViTClassifier(ViTEncoder):
         self.global_pool, self.num_classes = global_pool, num_classes
         norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
         fc_norm = global_pool in ('avg', 'attention') if fc_norm is None else fc_norm
-        self.norm = nn.Identity() if fc_norm else norm(self.embed_dim)
-        self.fc_norm = norm(self.embed_dim) if fc_norm else nn.Identity()
+        self.norm = nn.Identity() if fc_norm or not final_norm else norm(self.embed_dim)
+        self.fc_norm = norm(self.embed_dim) if fc_norm and final_norm else nn.Identity()
+        heads = pool_heads or self.blocks[0].attn.num_heads
         if global_pool == 'attention':
-            self.attn_pool = AttentionPool(self.embed_dim, self.blocks[0].attn.num_heads)
+            self.attn_pool = AttentionPool(self.embed_dim, heads)
         elif global_pool == 'map':
             mlp = self.blocks[0].mlp
-            self.attn_pool = ProbePool(self.embed_dim, self.blocks[0].attn.num_heads, mlp.fc2.in_features, norm,
-                                       type(mlp.act))
+            hidden = mlp.fc2.in_features if pool_mlp_ratio is None else int(self.embed_dim * pool_mlp_ratio)
+            self.attn_pool = ProbePool(self.embed_dim, heads, hidden, norm, type(mlp.act))
         self.head_drop = nn.Dropout(head_drop) if head_drop else nn.Identity()
         self.head = self._new_head()
 
@@ -192,11 +222,12 @@ class ViTClassifier(ViTEncoder):
         return self.norm(self.run_blocks(x, grid)[0])
 
     def pool(self, x: torch.Tensor) -> torch.Tensor:
-        """'b n d -> b d': the first prefix token, the mean of the patch tokens, or attention pooling over them."""
+        """'b n d -> b d': the first prefix token, the mean of the patch tokens, or attention pooling over them (over
+        every token with ``pool_prefix``)."""
         if self.global_pool == 'token':
             return x[:, 0]
-        patches = x[:, self.num_prefix_tokens:]
-        return patches.mean(dim=1) if self.global_pool == 'avg' else self.attn_pool(patches)
+        tokens = x if self.pool_prefix else x[:, self.num_prefix_tokens:]
+        return tokens.mean(dim=1) if self.global_pool == 'avg' else self.attn_pool(tokens)
 
     def forward_head(self, x: torch.Tensor, pre_logits: bool = False):
         x = self.head_drop(self.fc_norm(self.pool(x)))

@@ -25,13 +25,15 @@ class Block(Checkpointable):
     ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias); without it the block
     builds one from ``qkv_bias`` and ``attn_drop``. Recomputed in backward when ``grad_checkpointing`` is set
     (:func:`zoo.core.set_grad_checkpointing`). ``gated_mlp``: a GLU MLP (SwiGLU with ``act_layer=nn.SiLU``;
-    :class:`zoo.core.Mlp` ``gated``), hidden width ``dim * mlp_ratio``.
+    :class:`zoo.core.Mlp` ``gated``), hidden width ``dim * mlp_ratio``. ``mlp`` may be any module 'b n c -> b n c'
+    (an :class:`zoo.core.Mlp` with a ``norm`` part: EVA-02); without it the block builds one from ``mlp_ratio``,
+    ``act_layer``, ``drop`` and ``gated_mlp``.
     """
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
                  attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
                  attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
-                 norm_placement: str = 'pre', gated_mlp: bool = False):
+                 norm_placement: str = 'pre', gated_mlp: bool = False, mlp: nn.Module | None = None):
         super().__init__()
         if norm_placement not in NORM_PLACEMENTS:
             raise ValueError(f"norm_placement must be one of {', '.join(map(repr, NORM_PLACEMENTS))}, "
@@ -43,7 +45,8 @@ class Block(Checkpointable):
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = DropPath(drop_path) if drop_path else nn.Identity()
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop, gated=gated_mlp)
+        self.mlp = mlp if mlp is not None else Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop,
+                                                   gated=gated_mlp)
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
 

@@ -1,5 +1,5 @@
 """Small parts of a transformer block: MLP, activations (QuickGELU and the names families take), DropPath,
-LayerScale."""
+LayerScale, a Linear reading normed inputs."""
 from __future__ import annotations
 
 import torch
@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..runtime.gemm import linear, mm
+from .linear import Linear
 
 
 class _GeluLinear(torch.autograd.Function):
@@ -90,26 +91,30 @@ class Mlp(nn.Module):
     ``gated`` (GLU; SwiGLU with ``act_layer=nn.SiLU``, DINOv2's giant MLP): fc1 gives 2 * hidden_dim, packed as
     [gate, value] on the last axis ('b n (two hidden)'), and fc2 reads act(gate) * value, as timm's SwiGLUPacked,
     DINOv2's ``w12``/``w3`` and transformers' ``weights_in``/``weights_out``.
+    ``norm``: an optional part applied to the hidden 'b n hidden' just before fc2 (NormFormer's MLP norm; EVA-02's
+    SwiGLU, timm's ``scale_mlp``), e.g. ``nn.LayerNorm(hidden_dim)``; its keys are ``norm.*``.
     """
 
     def __init__(self, dim: int, hidden_dim: int, out_dim: int | None = None, act_layer=nn.GELU,
-                 drop: float | tuple[float, float] = 0.0, gated: bool = False):
+                 drop: float | tuple[float, float] = 0.0, gated: bool = False, norm: nn.Module | None = None):
         super().__init__()
         hidden_drop, out_drop = drop if isinstance(drop, tuple) else (drop, drop)
         self.gated = gated
         self.fc1 = nn.Linear(dim, 2 * hidden_dim if gated else hidden_dim)
         self.act = act_layer()
         self.drop1 = nn.Dropout(hidden_drop) if hidden_drop else nn.Identity()
+        self.norm = norm  # a module only when given: the keys of MLPs without one are unchanged
         self.fc2 = nn.Linear(hidden_dim, out_dim or dim)
         self.drop2 = nn.Dropout(out_drop) if out_drop else nn.Identity()
         self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not hidden_drop \
-            and not gated
+            and not gated and norm is None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
         if self.gated:  # 'b n (two hidden)' -> act(gate) * value
             gate, value = h.chunk(2, dim=-1)
-            return self.drop2(self.fc2(self.drop1(self.act(gate) * value)))
+            h = self.drop1(self.act(gate) * value)
+            return self.drop2(self.fc2(h if self.norm is None else self.norm(h)))
         # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
         if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:
             dtype = torch.get_autocast_dtype(h.device.type) if torch.is_autocast_enabled(h.device.type) else h.dtype
@@ -118,7 +123,21 @@ class Mlp(nn.Module):
                 out = _GeluLinear.apply(h, self.fc2.weight.to(dtype), None if self.fc2.bias is None
                                         else self.fc2.bias.to(dtype))
             return self.drop2(out)
-        return self.drop2(self.fc2(self.drop1(activate(self.act, h))))
+        h = self.drop1(activate(self.act, h))
+        return self.drop2(self.fc2(h if self.norm is None else self.norm(h)))
+
+
+class PreNormLinear(Linear):
+    """A Linear reading ``norm(x)``: ``norm`` is a part (e.g. ``nn.LayerNorm(in_features)``), its keys ``norm.*``
+    beside the Linear's ``weight``/``bias``. As an attention's ``proj`` it is EVA-02 CLIP's norm of the heads'
+    output before the projection (timm's ``scale_attn_inner``, ``attn.norm``)."""
+
+    def __init__(self, in_features: int, out_features: int, norm: nn.Module, bias: bool = True):
+        super().__init__(in_features, out_features, bias=bias)
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(self.norm(x))
 
 
 def init_linear(module: nn.Module) -> None:

@@ -38,11 +38,12 @@ from .weight_decay import NoWeightDecay
 
 
 def grid_coords(grid: Grid, indexing: str = 'xy', ref_grid: Grid | None = None,
-                device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Coordinates '(h w)' of the grid's tokens, row-major: (x, y) for 'xy', (y, x) for 'ij'."""
+                device=None, offset: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Coordinates '(h w)' of the grid's tokens, row-major: (x, y) for 'xy', (y, x) for 'ij'; indices + ``offset``
+    (before the ``ref_grid`` rescaling)."""
     h, w = int(grid[0]), int(grid[1])
-    ys = torch.arange(h, device=device, dtype=torch.float32)
-    xs = torch.arange(w, device=device, dtype=torch.float32)
+    ys = torch.arange(h, device=device, dtype=torch.float32) + offset
+    xs = torch.arange(w, device=device, dtype=torch.float32) + offset
     if ref_grid is not None:
         ys, xs = ys * (ref_grid[0] / h), xs * (ref_grid[1] / w)
     y, x = torch.meshgrid(ys, xs, indexing='ij')
@@ -110,10 +111,14 @@ class _Rope(nn.Module):
 
 
 class AxialRope(_Rope):
-    """RoPE-Axial: fixed frequencies, half of the channel pairs per axis (no parameters)."""
+    """RoPE-Axial: fixed frequencies, half of the channel pairs per axis (no parameters). ``offset``: added to the
+    patch indices before the ``ref_grid`` rescaling (Perception Encoder: positions 1 .. h, 1 .. w; timm's
+    ``rope_grid_offset``)."""
 
-    def __init__(self, head_dim: int, temperature: float = 100.0, indexing: str = 'xy', ref_grid: Grid | None = None):
+    def __init__(self, head_dim: int, temperature: float = 100.0, indexing: str = 'xy', ref_grid: Grid | None = None,
+                 offset: float = 0.0):
         super().__init__(indexing)
+        self.offset = float(offset)
         if head_dim % 4:
             raise ValueError(f"2-D RoPE needs a head width divisible by 4, got {head_dim}")
         self.head_dim, self.temperature = head_dim, float(temperature)
@@ -125,13 +130,13 @@ class AxialRope(_Rope):
         return self.temperature ** -(torch.arange(bands, device=device, dtype=torch.float32) / bands)
 
     def angles(self, grid: Grid, device) -> torch.Tensor:
-        first, second = grid_coords(grid, self.indexing, self.ref_grid, device)
+        first, second = grid_coords(grid, self.indexing, self.ref_grid, device, self.offset)
         freqs = self.frequencies(device)
         return torch.cat([first[:, None] * freqs, second[:, None] * freqs], dim=-1)[None]  # 1 (h w) (d/2)
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, temperature={self.temperature}, indexing={self.indexing!r}, " \
-               f"ref_grid={self.ref_grid}"
+               f"ref_grid={self.ref_grid}" + (f", offset={self.offset}" if self.offset else '')
 
 
 class MixedRope(NoWeightDecay, _Rope):
@@ -239,13 +244,13 @@ class DINOv3Rope(_Rope):
 
 def make_rope(spec: dict | None, head_dim: int, num_heads: int) -> _Rope | None:
     """A rope module from a config dict: ``dict(kind='axial' | 'mixed', temperature=..., indexing='xy' | 'ij',
-    ref_grid=(h, w) (axial only))`` or ``dict(kind='dinov3', base=..., min_period=..., max_period=...,
+    ref_grid=(h, w), offset=... (axial only))`` or ``dict(kind='dinov3', base=..., min_period=..., max_period=...,
     normalize=..., shift=..., jitter=..., rescale=...)`` (:class:`DINOv3Rope`); None for None."""
     if spec is None:
         return None
     spec = dict(spec)
     kind = spec.pop('kind', 'axial')
-    allowed = {'axial': {'temperature', 'indexing', 'ref_grid'}, 'mixed': {'temperature', 'indexing'},
+    allowed = {'axial': {'temperature', 'indexing', 'ref_grid', 'offset'}, 'mixed': {'temperature', 'indexing'},
                'dinov3': {'base', 'min_period', 'max_period', 'normalize', 'shift', 'jitter', 'rescale'}}
     if kind not in allowed:
         raise ValueError(f"rope kind must be 'axial', 'mixed' or 'dinov3', got {kind!r}")

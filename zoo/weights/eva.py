@@ -5,23 +5,71 @@ LayerScale ``gamma_1``/``gamma_2`` (ours ``ls1.gamma``/``ls2.gamma``); EVA atten
 a bias-free fused ``qkv`` (ours inside it: :class:`zoo.core.qkv.QVBiasQKV`); and the mixed
 RoPE frequencies of all blocks in one ``rope.freqs`` '2 depth heads (d/2)' (ours one '2 heads (d/2)' per block,
 ``blocks.i.attn.rope.freqs``).
+
+EVA-02 adds: separate ``attn.q_proj``/``k_proj``/``v_proj`` (base and large; k without bias), fused here into the
+one q/v-bias projection; the SwiGLU's separate gate and value Linears ``mlp.fc1_g``/``mlp.fc1_x``, packed here as
+:class:`zoo.core.Mlp` ``gated`` [gate | value] in ``mlp.fc1``; the MLP's norm ``mlp.norm`` (its ``norm`` part, same
+key); EVA-02 CLIP's norm before the attention's projection ``attn.norm`` (ours ``attn.proj.norm``, a
+:class:`zoo.core.PreNormLinear`).
 """
 from __future__ import annotations
 
 import re
 
-from .layout_error import CheckpointLayoutError, of_rank
+import torch
+
+from .layout_error import CheckpointLayoutError, gather_qkv, of_rank
 from .rename import rename_keys, rules
 
 _RULES = rules(r"""
     \.gamma_1$            -> .ls1.gamma
     \.gamma_2$            -> .ls2.gamma
     \.attn\.([qv])_bias$  -> .attn.qkv.\1_bias
+    \.attn\.norm\.        -> .attn.proj.norm.
 """)
+_SEPARATE_QKV = re.compile(r'^(?P<layer>.+\.attn)\.(?P<part>[qkv])_proj\.(?P<kind>weight|bias)$')
+_SPLIT_SWIGLU = re.compile(r'^(?P<layer>.+\.mlp)\.fc1_(?P<part>[gx])\.(?P<kind>weight|bias)$')
+_EVA02_KEYS = re.compile(r'(^|\.)blocks\.\d+\.(attn\.q_proj|mlp\.fc1_g)\.weight$')
+_RESAVE = "re-save the checkpoint from timm's EVA model (eva02_*) of the same name"
+
+
+def _fuse(parts: dict, layer: str, kind: str, names: tuple[str, ...], what: str) -> torch.Tensor:
+    """``parts``' tensors named ``names`` stacked as rows; an error naming the missing key or the odd shapes."""
+    for name in names:
+        if name not in parts:
+            have = ', '.join(f'{p}.{kind}' for p in sorted(parts))
+            raise CheckpointLayoutError(f'{layer}.{name}.{kind}', f"missing beside {have} ({what})", _RESAVE)
+    shapes = {tuple(parts[n].shape) for n in names}
+    if len(shapes) != 1:
+        raise CheckpointLayoutError(f'{layer}.{names[0]}.{kind}', f"{what} must have one shape, got "
+                                    f"{', '.join(f'{n} {tuple(parts[n].shape)}' for n in names)}", _RESAVE)
+    return torch.cat([parts[n] for n in names])
+
+
+def _fuse_eva02(state: dict) -> dict:
+    """Separate q/k/v projections -> the fused weight and q/v biases; SwiGLU's fc1_g/fc1_x -> packed fc1."""
+    state, qkv = gather_qkv(state, _SEPARATE_QKV)
+    for (layer, kind), parts in qkv.items():
+        names = {k: f'{k}_proj' for k in parts}
+        parts = {names[k]: v for k, v in parts.items()}
+        if kind == 'weight':
+            state[f'{layer}.qkv.weight'] = _fuse(parts, layer, kind, ('q_proj', 'k_proj', 'v_proj'),
+                                                 "EVA-02's query, key and value projections")
+            continue
+        if 'k_proj' in parts:
+            raise CheckpointLayoutError(f'{layer}.k_proj.bias', "EVA's attention has no key bias (q and v only)",
+                                        _RESAVE)
+        _fuse(parts, layer, kind, ('q_proj', 'v_proj'), "EVA-02's query and value biases")
+        state[f'{layer}.q_bias'], state[f'{layer}.v_bias'] = parts['q_proj'], parts['v_proj']
+    state, swiglu = gather_qkv(state, _SPLIT_SWIGLU)
+    for (layer, kind), parts in swiglu.items():
+        parts = {f'fc1_{k}': v for k, v in parts.items()}
+        state[f'{layer}.fc1.{kind}'] = _fuse(parts, layer, kind, ('fc1_g', 'fc1_x'), "the SwiGLU's gate and value")
+    return state
 
 
 def is_eva_layout(state: dict) -> bool:
-    return any(k.endswith(('.gamma_1', '.attn.q_bias')) or k == 'rope.freqs' for k in state)
+    return any(k.endswith(('.gamma_1', '.attn.q_bias')) or k == 'rope.freqs' or _EVA02_KEYS.search(k) for k in state)
 
 
 def eva_to_vit(state: dict) -> dict:
@@ -39,4 +87,4 @@ def eva_to_vit(state: dict) -> dict:
         for i in range(freqs.shape[1]):
             state[f'blocks.{i}.attn.rope.freqs'] = freqs[:, i].clone()
     state = {k: v for k, v in state.items() if not re.search(r'(^|\.)rope\.(pos_embed|bands|t_x|t_y)$', k)}
-    return rename_keys(state, _RULES)
+    return rename_keys(_fuse_eva02(state), _RULES)
