@@ -28,6 +28,7 @@ Positions are patch indices 0 .. h-1 / 0 .. w-1 of the input's grid (any grid, n
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import torch
 from einops import rearrange
@@ -41,7 +42,7 @@ def grid_coords(grid: Grid, indexing: str = 'xy', ref_grid: Grid | None = None,
                 device=None, offset: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Coordinates '(h w)' of the grid's tokens, row-major: (x, y) for 'xy', (y, x) for 'ij'; indices + ``offset``
     (before the ``ref_grid`` rescaling)."""
-    h, w = int(grid[0]), int(grid[1])
+    h, w = grid[0], grid[1]  # ints, or symbolic sizes while torch.export traces
     ys = torch.arange(h, device=device, dtype=torch.float32) + offset
     xs = torch.arange(w, device=device, dtype=torch.float32) + offset
     if ref_grid is not None:
@@ -61,24 +62,25 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
     return rearrange(torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1), '... d two -> ... (d two)')
 
 
-def apply_rotation_half(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """x '... n d' turned by ``angles`` '... n (d/2)' with channel j paired to channel j + d/2 ("rotate half")."""
-    angles = torch.cat([angles, angles], dim=-1)  # one angle per channel of its pair
-    x32 = x.float()
-    first, second = x32.chunk(2, dim=-1)
-    out = x32 * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()
-    return out.to(x.dtype)
+def half_turn(x: torch.Tensor) -> torch.Tensor:
+    """'... d': channel j paired with j + d/2 ("rotate half"): (first, second) -> (-second, first)."""
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat([-second, first], dim=-1)
 
 
-def apply_rotation(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-    """x '... n d' turned pairwise by ``angles`` '... n (d/2)' (float32 math, x's dtype out)."""
-    angles = angles.repeat_interleave(2, dim=-1)  # one angle per channel of its pair
-    out = x.float() * angles.cos() + rotate_pairs(x.float()) * angles.sin()
-    return out.to(x.dtype)
+ROTATION_CACHE_SIZE = 16
+_rotations: OrderedDict = OrderedDict()  # (rope config, grid, device) -> (cos, sin): shared by a model's blocks
 
 
 class _Rope(nn.Module):
-    """Subclasses give ``angles(grid, device)`` '(heads | 1) (h w) (d/2)'; forward turns q and k."""
+    """Subclasses give ``angles(grid, device)`` '(heads | 1) (h w) (d/2)'; forward turns q and k.
+
+    ``pairing``: 'interleaved' turns the channel pairs (c_2j, c_2j+1) (the paper's, timm's RoPE-ViT and EVA), 'half'
+    the pairs (c_j, c_j+d/2) (DINOv3's "rotate half"). The cosines and sines of a module whose angles depend on the
+    grid only (``deterministic``) are computed once per grid and device and shared by every block with the same
+    settings (timm computes them once per forward); not while torch.export / torch.compile traces.
+    """
+    pairing = 'interleaved'
 
     def __init__(self, indexing: str = 'xy'):
         super().__init__()
@@ -86,26 +88,54 @@ class _Rope(nn.Module):
             raise ValueError(f"rope indexing must be 'xy' (x first) or 'ij' (row first), got {indexing!r}")
         self.indexing = indexing
 
+    @property
+    def deterministic(self) -> bool:
+        """Whether the angles are a function of the grid and the settings alone (no parameters, no randomness)."""
+        return False
+
     def angles(self, grid: Grid, device) -> torch.Tensor:
         raise NotImplementedError
 
-    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-        """x '... n d' turned pairwise by ``angles`` '... n (d/2)' (pairs (c_2j, c_2j+1))."""
-        return apply_rotation(x, angles)
+    def rotation(self, grid: Grid, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, sin) '(heads | 1) (h w) d' of each channel's angle, float32."""
+        if not self.deterministic or torch.compiler.is_compiling():
+            return self._rotation(grid, device)
+        key = (type(self).__qualname__, self.extra_repr(), (int(grid[0]), int(grid[1])), torch.device(device))
+        if key in _rotations:
+            _rotations.move_to_end(key)
+            return _rotations[key]
+        with torch.inference_mode(False), torch.no_grad():  # usable later outside inference mode and in training
+            _rotations[key] = self._rotation(grid, device)
+        if len(_rotations) > ROTATION_CACHE_SIZE:
+            _rotations.popitem(last=False)
+        return _rotations[key]
+
+    def _rotation(self, grid: Grid, device) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = self.angles(grid, device).float()
+        angles = torch.cat([angles, angles], dim=-1) if self.pairing == 'half' else \
+            angles.repeat_interleave(2, dim=-1)  # one angle per channel of its pair
+        return angles.cos(), angles.sin()
+
+    def turn(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x '... n d' turned by the angles of (cos, sin) '... n d' (float32 math, x's dtype out)."""
+        x32 = x.float()
+        quarter = half_turn(x32) if self.pairing == 'half' else rotate_pairs(x32)
+        return (x32 * cos + quarter * sin).to(x.dtype)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, grid: Grid | None):
         """q 'b heads m d', k 'b heads n d' (the last h*w of the n tokens on the grid) -> turned q, k."""
         if grid is None:
             raise ValueError(f"{type(self).__name__} needs the token grid (h, w)")
-        spatial = int(grid[0]) * int(grid[1])
+        spatial = grid[0] * grid[1]
         prefix = k.shape[-2] - spatial
         if prefix < 0:
             raise ValueError(f"{type(self).__name__}: {k.shape[-2]} keys cannot hold the {grid[0]}x{grid[1]} grid; "
                              f"rotary positions need every patch token as a key (no strided key/value projection)")
-        angles = self.angles(grid, q.device)  # (heads | 1) (h w) (d/2)
-        k = torch.cat([k[..., :prefix, :], self.rotate(k[..., prefix:, :], angles)], dim=-2)
+        cos, sin = self.rotation(grid, q.device)  # (heads | 1) (h w) d
+        k = torch.cat([k[..., :prefix, :], self.turn(k[..., prefix:, :], cos, sin)], dim=-2)
         if q.shape[-2] > prefix:  # queries may be a leading subset of the tokens (SeparateQKV num_queries)
-            turned = self.rotate(q[..., prefix:, :], angles[..., :q.shape[-2] - prefix, :])
+            queries = q.shape[-2] - prefix
+            turned = self.turn(q[..., prefix:, :], cos[..., :queries, :], sin[..., :queries, :])
             q = torch.cat([q[..., :prefix, :], turned], dim=-2)
         return q, k
 
@@ -123,6 +153,8 @@ class AxialRope(_Rope):
             raise ValueError(f"2-D RoPE needs a head width divisible by 4, got {head_dim}")
         self.head_dim, self.temperature = head_dim, float(temperature)
         self.ref_grid = None if ref_grid is None else (int(ref_grid[0]), int(ref_grid[1]))
+
+    deterministic = True
 
     def frequencies(self, device=None) -> torch.Tensor:
         """'(d/4)': temperature ** -(i / (d/4))."""
@@ -171,8 +203,8 @@ def centred_coords(grid: Grid, normalize: str = 'separate', device=None) -> tupl
     """Patch centres '(h w)' of the grid, row-major, as (y, x) in [-1, 1]: (i + 0.5) / s * 2 - 1 with s the axis's
     own size ('separate'), or the shorter ('min') / longer ('max') side for both (then the other axis spans less or
     more than [-1, 1])."""
-    h, w = int(grid[0]), int(grid[1])
-    sizes = {'separate': (h, w), 'min': (min(h, w),) * 2, 'max': (max(h, w),) * 2}
+    h, w = grid[0], grid[1]  # ints, or symbolic sizes while torch.export traces
+    sizes = {'separate': (h, w), 'min': (torch.sym_min(h, w),) * 2, 'max': (torch.sym_max(h, w),) * 2}
     if normalize not in sizes:
         raise ValueError(f"rope normalize must be one of {', '.join(map(repr, NORMALIZE_COORDS))}, got {normalize!r}")
     ys = torch.arange(0.5, h, device=device, dtype=torch.float32) / sizes[normalize][0]
@@ -185,6 +217,11 @@ class DINOv3Rope(_Rope):
     """DINOv3's RoPE (see the module docstring): no parameters; ``shift`` (coordinates + U(-shift, shift) per axis),
     ``jitter`` (times exp U(-log J, log J) per axis) and ``rescale`` (times exp U(-log R, log R), both axes), drawn once
     per call, in this order, in training mode only."""
+    pairing = 'half'
+
+    @property
+    def deterministic(self) -> bool:
+        return not self.training or (self.shift, self.jitter, self.rescale) == (None, None, None)
 
     def __init__(self, head_dim: int, base: float | None = 100.0, min_period: float | None = None,
                  max_period: float | None = None, normalize: str = 'separate', shift: float | None = None,
@@ -231,9 +268,6 @@ class DINOv3Rope(_Rope):
         """'1 (h w) (d/2)': [y angles | x angles], 2 pi coordinate / period."""
         angles = 2 * math.pi * self.coords(grid, device)[:, :, None] / self.periods(device)  # (h w) 2 (d/4)
         return angles.flatten(1)[None]
-
-    def rotate(self, x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
-        return apply_rotation_half(x, angles)
 
     def extra_repr(self) -> str:
         periods = f"base={self.base}" if self.base is not None else \
