@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.export import Dim, ExportedProgram
 
-from zoo.core import Attention
+from zoo.core import Attention, set_fused_attention
 
 from .compare import max_abs_diffs
 from .sizes import check_size, min_side, required_multiple
@@ -56,15 +56,14 @@ def explicit_attention(module: nn.Module):
     unfused path, the same maths) while the block runs: the ONNX translator decomposes a traced
     ``scaled_dot_product_attention`` with an attention bias into a layout the following reshape does not expect
     (torch 2.14: "Cannot view a tensor ... as ..."), and ONNX has no fused attention to keep anyway."""
-    changed = [(m, m.__dict__.get('fused')) for m in module.modules() if isinstance(m, Attention) and m.fused]
-    for m, _ in changed:
-        m.fused = False
+    before = [(m, m.__dict__.get('fused')) for m in module.modules() if isinstance(m, Attention)]
+    set_fused_attention(module, False)
     try:
         yield module
     finally:
-        for m, own in changed:
+        for m, own in before:  # each back to what it was: its own setting, or its class's
             if own is None:
-                del m.fused
+                m.__dict__.pop('fused', None)
             else:
                 m.fused = own
 
