@@ -11,10 +11,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+import torch
+from mmengine.config import Config
+from mmengine.structures import BaseDataElement, PixelData
 
 from heads.datasets import RGBDDepthDataset, RGBDFolderDataset
 from heads.evaluation import DepthMetric
 from heads.evaluation.depth_baseline import mean_depth_baseline, training_mean_depth
+from heads.registry import MODELS
 
 from ..reference import shared_data
 
@@ -69,6 +73,36 @@ def test_the_folder_recipes_say_to_give_the_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no train.txt here
     with pytest.raises(FileNotFoundError, match=r'train\.txt does not exist.*data_root is empty.*--data-root DIR'):
         baseline_tool.main([str(ROOT / 'configs' / 'depth_anything_v2_vits_folder.py')])
+
+
+def test_the_relative_recipe_fits_disparity_up_to_scale_and_shift_on_the_valid_pixels():
+    """The relative recipe's model turns metric ground truth into 1/depth on its valid pixels (min_depth < depth <=
+    max_depth) and scores the head's output after the least-squares scale and shift: with the gradient term off,
+    sum over valid pixels of (s * pred + t - 1/depth)**2 / (2 * valid pixels), s and t from numpy's polyfit."""
+    model_cfg = Config.fromfile(str(ROOT / 'configs' / 'depth_anything_v2_vits_7scenes_relative_cpu.py')).model
+    model_cfg.backbone.update(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=56)
+    model_cfg.neck.update(hidden_channels=(16, 32, 64, 64), fusion_channels=32)
+    model_cfg.decode_head.update(in_channels=32, hidden_channels=8)
+    torch.manual_seed(0)
+    model = MODELS.build(model_cfg).eval()
+    assert model.relative and type(model.loss_fn).__name__ == 'ScaleShiftInvariantLoss'
+    model.loss_fn.alpha = 0.0
+    depth = torch.rand(2, 56, 56) * 3 + 0.5
+    depth[0, :5] = 0  # no measurement
+    depth[1, -3:] = 12.0  # beyond max_depth = 10
+    samples = [BaseDataElement(gt_depth=PixelData(data=d[None])) for d in depth]
+    x = torch.randn(2, 3, 56, 56)
+    with torch.no_grad():
+        loss = model(x, samples, mode='loss')['loss_depth']
+        pred = model.decode_head(model.extract_features(x)[-1])[:, 0].double().numpy()  # b h w, the label size
+    g = depth.double().numpy()
+    valid = (g > 1e-3) & (g <= 10.0)
+    squares = 0.0
+    for p, d, m in zip(pred, g, valid):
+        s, t = np.polyfit(p[m], 1 / d[m], 1)
+        squares += ((s * p[m] + t - 1 / d[m]) ** 2).sum()
+    assert valid.sum() == 2 * 56 * 56 - 5 * 56 - 3 * 56
+    assert loss.item() == pytest.approx(squares / (2 * valid.sum()), rel=1e-4)
 
 
 def write_frame(root: Path, stem: str, depth_mm) -> None:
