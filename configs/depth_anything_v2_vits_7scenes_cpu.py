@@ -1,8 +1,9 @@
 # Depth Anything V2 ViT-S metric depth on 7-Scenes (kitchen) sized for a CPU: the full ViT-S/14 architecture from
 # scratch, 168x126 images (a 12x9 patch grid), batch 8, 200 iterations (validated at 100 and 200), the encoder at
-# the head's learning rate (no pretrained encoder to keep). 5.5 minutes with OMP_NUM_THREADS=1 beside another job on
-# 2 cores (1.6 s an iteration; two threads fighting another job's took 8-10 s): val AbsRel 0.252 at 100 iterations,
-# 0.231 at 200 (d1 0.659, RMSE 0.372) against 0.322 for the training-mean depth.
+# the head's learning rate (no pretrained encoder to keep). Measured on a 2-core Xeon with OMP_NUM_THREADS=1 beside
+# other jobs (40 minutes there; docs/benchmarks/depth_recipes_intel_xeon.md): val AbsRel 0.226 at 100 iterations,
+# 0.220 at 200 (d1 0.688, RMSE 0.357) against 0.3225 (d1 0.672, RMSE 0.513) for the training-mean depth
+# predicted everywhere (tools/depth_baseline.py).
 #   python tools/train.py configs/depth_anything_v2_vits_7scenes_cpu.py --data-root ../shared/data/depth-7scenes
 _base_ = ['depth_anything_v2_vits_7scenes.py']
 max_iters = 200

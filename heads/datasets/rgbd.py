@@ -64,8 +64,10 @@ class RGBDFolderDataset(DenseDataset):
         rgb = self.rgb_suffix or '.jpg|.png'
         depth = self.depth_suffix or '.png|.npy'
         listed = 'a list file of frame stems, ' if self.ann_file else ''
+        where = ('' if self.data_root else
+                 ' (data_root is empty: give the dataset folder, e.g. tools/train.py CONFIG --data-root DIR)')
         return (f"{listed}{self.data_prefix['img_path']}/<stem>{rgb} and "
-                f"{self.data_prefix['depth_path']}/<stem>{depth}")
+                f"{self.data_prefix['depth_path']}/<stem>{depth}{where}")
 
     @staticmethod
     def _find(folder: str, stem: str, suffix: str | None, choices) -> Path | None:

@@ -1,0 +1,51 @@
+"""The bar a depth config must clear: the training set's mean depth predicted everywhere on its validation set,
+scored by the config's own val_evaluator (a DepthMetric, with its alignment and depth range).
+
+    python tools/depth_baseline.py configs/depth_anything_v2_vits_7scenes_cpu.py \
+        --data-root ../shared/data/depth-7scenes
+    python tools/depth_baseline.py configs/depth_anything_v2_vits_folder_relative.py --data-root my_rgbd/
+
+Prints one JSON line: the config, the alignment, the training-mean depth in metres and the metrics. Under the
+alignment 'scale_shift_disparity' (or 'median') a constant becomes each image's harmonic-mean (median) depth, so
+the figures are those of a per-image constant fitted to the ground truth (heads/evaluation/depth_baseline.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from mmengine.config import DictAction
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('config', help='a depth config (train_dataloader, val_dataloader and a DepthMetric '
+                                       'val_evaluator)')
+    parser.add_argument('--data-root', help="override every dataset's data_root, as tools/train.py does")
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction, default=None, metavar='KEY=VALUE',
+                        help='override config keys as tools/train.py does, e.g. val_evaluator.alignment=median')
+    return parser
+
+
+def main(argv=None) -> dict:
+    args = build_parser().parse_args(argv)
+    from heads.engine.launch import load_config
+    from heads.evaluation.depth_baseline import mean_depth_baseline
+    from heads.registry import DATASETS, METRICS
+    cfg = load_config(args.config, args.cfg_options, None, args.data_root)
+    metric = METRICS.build(cfg.val_evaluator)
+    if not hasattr(metric, 'valid_mask'):
+        raise SystemExit(f"{args.config}: val_evaluator is {cfg.val_evaluator.get('type')!r}, not a DepthMetric; "
+                         f"this tool scores depth configs only")
+    train_set = DATASETS.build(cfg.train_dataloader.dataset)
+    val_set = DATASETS.build(cfg.val_dataloader.dataset)
+    mean, metrics = mean_depth_baseline(train_set, val_set, metric)
+    out = dict(config=args.config, alignment=metric.alignment, train_frames=len(train_set),
+               val_frames=len(val_set), train_mean_depth=round(mean, 4),
+               metrics={k: round(v, 4) for k, v in metrics.items()})
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == '__main__':
+    main()
