@@ -142,7 +142,7 @@ class DPTNeck(nn.Module):
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
                  readout: str = 'project', hidden_channels: Sequence[int] = (96, 192, 384, 768),
-                 out_strides: Sequence[int] = (4, 8, 16, 32), fusion_channels: int = 256,
+                 out_strides: Sequence[float] = (4, 8, 16, 32), fusion_channels: int = 256,
                  fusion_batch_norm: bool = False, fusion_bias: bool | None = None, deepest_skip_unit: bool = True,
                  init: str = 'torch', level_mix: bool = False, plain_levels: Sequence[int] = ()):
         super().__init__()
