@@ -48,6 +48,40 @@ def save_safetensors(model: torch.nn.Module, path) -> str:
     return str(path)
 
 
+def classifier_from_timm_file(name: str, tmp_path, depth: int = 2, **small) -> tuple:
+    """(ours, timm's, native size): timm's ``name`` (perturbed, ``depth`` blocks, 10 classes, ``small`` overrides)
+    saved to a safetensors file, and our classifier of the name loading that file with ``pretrained=``."""
+    import timm
+
+    import zoo
+    reference = timm_reference(name, depth=depth, num_classes=10, dynamic_img_size=True, **small)
+    path = save_safetensors(reference, tmp_path / 'w.safetensors')
+    ours = zoo.create_classifier(name, depth=depth, num_classes=10, pretrained=path, **small).eval()
+    return ours, reference, timm.models.get_pretrained_cfg(name).input_size[1:]
+
+
+def assert_taps_equal_timm_intermediates(name: str, tmp_path, prefix: bool = False, **small) -> None:
+    """Our backbone of ``name`` (3 blocks, taps 0 and 2) loading timm's perturbed file gives timm's
+    ``forward_intermediates`` at two non-square sizes within 1e-4 (with ``prefix``: the prefix tokens too)."""
+    import zoo
+    reference = timm_reference(name, depth=3, num_classes=0, dynamic_img_size=True, **small)
+    path = save_safetensors(reference, tmp_path / 'w.safetensors')
+    backbone = zoo.create_backbone(name, depth=3, out_indices=(0, 2), pretrained=path, **small).eval()
+    patch = backbone.patch_size
+    for hw in ((4 * patch, 7 * patch), (9 * patch, 5 * patch)):
+        x = torch.randn(1, 3, *hw)
+        with torch.no_grad():
+            maps, tokens = backbone.forward_taps(x)
+            want = reference.forward_intermediates(x, indices=[0, 2], intermediates_only=True, norm=False,
+                                                   return_prefix_tokens=prefix)
+        for i, got in enumerate(maps):
+            spatial = want[i][0] if prefix else want[i]
+            assert got.shape == spatial.shape == (1, backbone.embed_dim, hw[0] // patch, hw[1] // patch)
+            assert (got - spatial).abs().max() <= 1e-4
+            if prefix:
+                assert (tokens[i] - want[i][1]).abs().max() <= 1e-4
+
+
 def shared_data(*parts):
     """A path under the shared real-data folder (``ZOO_DATA`` overrides ``../shared/data``); skips if absent."""
     import os

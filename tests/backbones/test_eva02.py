@@ -16,7 +16,13 @@ from zoo.core import Mlp, PreNormLinear, QVBiasQKV
 from zoo.weights import CheckpointLayoutError
 from zoo.weights.timm import vit_from_timm
 
-from ..reference import assert_classifier_equals_timm, meta_pair, save_safetensors, timm_reference
+from ..reference import (
+    assert_classifier_equals_timm,
+    assert_taps_equal_timm_intermediates,
+    classifier_from_timm_file,
+    meta_pair,
+    timm_reference,
+)
 
 timm = pytest.importorskip('timm')
 NAMES = zoo.list_backbones('eva02_*')
@@ -58,29 +64,14 @@ PATHS = [(SMALLEST, {}, (126, 70)),                                 # fused qkv 
 
 @pytest.mark.parametrize('name,small,size', PATHS)
 def test_logits_and_pooled_features_equal_timm(name, small, size, tmp_path):
-    native = timm.models.get_pretrained_cfg(name).input_size[1:]
-    reference = timm_reference(name, depth=2, num_classes=10, dynamic_img_size=True, **small)
-    path = save_safetensors(reference, tmp_path / 'w.safetensors')
-    ours = zoo.create_classifier(name, depth=2, num_classes=10, pretrained=path, **small).eval()
+    ours, reference, native = classifier_from_timm_file(name, tmp_path, **small)
     assert ours.blocks[0].norm1.weight.ne(1).any()  # perturbed: the norms are exercised
     assert_classifier_equals_timm(ours, reference, (native, size))
 
 
 @pytest.mark.parametrize('name,small', [(SMALLEST, {}), ('eva02_base_patch16_clip_224', NARROW)])
 def test_backbone_taps_equal_timms_intermediates_at_non_square_sizes(name, small, tmp_path):
-    reference = timm_reference(name, depth=3, num_classes=0, dynamic_img_size=True, **small)
-    path = save_safetensors(reference, tmp_path / 'w.safetensors')
-    backbone = zoo.create_backbone(name, depth=3, out_indices=(0, 2), pretrained=path, **small).eval()
-    patch = backbone.patch_size
-    for hw in ((4 * patch, 7 * patch), (9 * patch, 5 * patch)):
-        x = torch.randn(1, 3, *hw)
-        with torch.no_grad():
-            maps, prefix = backbone.forward_taps(x)
-            want = reference.forward_intermediates(x, indices=[0, 2], intermediates_only=True, norm=False,
-                                                   return_prefix_tokens=True)
-        for got, cls, (spatial, want_cls) in zip(maps, prefix, want):
-            assert got.shape == spatial.shape == (1, backbone.embed_dim, hw[0] // patch, hw[1] // patch)
-            assert (got - spatial).abs().max() <= 1e-4 and (cls - want_cls).abs().max() <= 1e-4
+    assert_taps_equal_timm_intermediates(name, tmp_path, prefix=True, **small)
 
 
 def test_the_mlp_norm_part_norms_the_gated_hidden_before_fc2():

@@ -12,7 +12,12 @@ from zoo.core import ProbePool
 from zoo.core.rope import AxialRope
 from zoo.weights.timm import vit_from_timm
 
-from ..reference import assert_classifier_equals_timm, meta_pair, save_safetensors, timm_reference
+from ..reference import (
+    assert_classifier_equals_timm,
+    assert_taps_equal_timm_intermediates,
+    classifier_from_timm_file,
+    meta_pair,
+)
 
 timm = pytest.importorskip('timm')
 NAMES = zoo.list_backbones('vit_pe_*')
@@ -55,10 +60,7 @@ PATHS = [(SMALLEST, {}, (160, 96)),                                      # CLS, 
 
 @pytest.mark.parametrize('name,small,size', PATHS)
 def test_logits_and_pooled_features_equal_timm(name, small, size, tmp_path):
-    native = timm.models.get_pretrained_cfg(name).input_size[1:]
-    reference = timm_reference(name, depth=2, num_classes=10, dynamic_img_size=True, **small)
-    path = save_safetensors(reference, tmp_path / 'w.safetensors')
-    ours = zoo.create_classifier(name, depth=2, num_classes=10, pretrained=path, **small).eval()
+    ours, reference, native = classifier_from_timm_file(name, tmp_path, **small)
     assert ours.blocks[0].norm1.weight.ne(1).any()  # perturbed: the norms are exercised
     if 'lang' in name or 'spatial_gigantic' in name:
         assert ours.blocks[0].ls1.gamma.ne(0.1).any()  # and LayerScale
@@ -67,18 +69,7 @@ def test_logits_and_pooled_features_equal_timm(name, small, size, tmp_path):
 
 @pytest.mark.parametrize('name,small', [(SMALLEST, {}), ('vit_pe_spatial_gigantic_patch14_448', NARROW)])
 def test_backbone_taps_equal_timms_intermediates_at_non_square_sizes(name, small, tmp_path):
-    reference = timm_reference(name, depth=3, num_classes=0, dynamic_img_size=True, **small)
-    path = save_safetensors(reference, tmp_path / 'w.safetensors')
-    backbone = zoo.create_backbone(name, depth=3, out_indices=(0, 2), pretrained=path, **small).eval()
-    patch = backbone.patch_size
-    for hw in ((4 * patch, 7 * patch), (9 * patch, 5 * patch)):
-        x = torch.randn(1, 3, *hw)
-        with torch.no_grad():
-            maps, _ = backbone.forward_taps(x)
-            want = reference.forward_intermediates(x, indices=[0, 2], intermediates_only=True, norm=False)
-        for got, spatial in zip(maps, want):
-            assert got.shape == spatial.shape == (1, backbone.embed_dim, hw[0] // patch, hw[1] // patch)
-            assert (got - spatial).abs().max() <= 1e-4
+    assert_taps_equal_timm_intermediates(name, tmp_path, prefix=False, **small)
 
 
 def test_the_rope_offset_shifts_the_indices_before_the_rescaling():
