@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--batch', type=int, nargs='+', default=None,
                         help='batch size(s) (default: 8 for backbones, 1 for --dpt and --dense)')
     parser.add_argument('--size', type=int, default=None,
-                        help="square input size (default: 224 for backbones, 512 for --dpt, the config's crop "
-                             "for --dense)")
+                        help="square input size (default: each backbone's own input size, timm's default for "
+                             "the name (224 for most; 384 for vit_pe_core_tiny_patch16_384); 512 for --dpt, the "
+                             "config's crop for --dense)")
     parser.add_argument('--dtypes', nargs='+', choices=DTYPE_NAMES, default=None,
                         help='fp32 and/or bf16 autocast (default: both; fp32 for --dense and --sweep)')
     parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
@@ -90,16 +91,19 @@ def main(argv=None) -> list[dict]:
     import zoo
     from lab.benchmark.reference import COLUMNS, benchmark
     from lab.benchmark.tables import format_row, header_rows, markdown
+    from zoo.registry import get_variant
     unknown = [m for m in args.models if m not in zoo.list_backbones()]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; see python tools/list_models.py")
-    batch, size = (args.batch or [8])[0], args.size or 224
+    batch = (args.batch or [8])[0]
+    sizes = {name: args.size or get_variant(name).input_size[0] for name in args.models}  # timm's default
+    size = '/'.join(str(s) for s in dict.fromkeys(sizes.values()))
     header = (f"Forward pass, batch {batch}, {size}x{size}, device {args.device}, "
               f"{torch.get_num_threads()} threads, torch {torch.__version__}; ratio = reference time / ours")
     print(header, *header_rows(COLUMNS), sep='\n')
     report = lambda row: print(format_row(row, COLUMNS), flush=True)  # noqa: E731
     rows = [r for name in args.models
-            for r in benchmark(name, batch, size, args.dtypes or ['fp32', 'bf16'], args.device,
+            for r in benchmark(name, batch, sizes[name], args.dtypes or ['fp32', 'bf16'], args.device,
                                default(args.warmup, 2), default(args.iters, 5), report)]
     write(args.out, markdown(rows, header, COLUMNS))
     return rows
