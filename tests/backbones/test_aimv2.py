@@ -85,9 +85,13 @@ def test_transformers_aimv2_vision_model_loads_and_gives_its_last_hidden_state(t
 
 def test_list_models_reports_aimv2_names_with_timms_counts():
     import list_models
-    name = 'aimv2_large_patch14_224'
-    row = {r['name']: r for r in list_models.main([name])}[name]
-    with torch.device('meta'):
-        reference = timm.create_model(name, pretrained=False)
-    assert row['classifier_params_M'] == round(sum(p.numel() for p in reference.parameters()) / 1e6, 2) == 309.2
-    assert row['input'] == '224x224' and row['out_strides'] == [14] * 4
+    names = ['aimv2_large_patch14_224', 'aimv2_3b_patch14_448']  # the smallest and the largest, on the meta device
+    rows = {r['name']: r for r in list_models.main(names)}
+    for name in names:
+        with torch.device('meta'):
+            reference = timm.create_model(name, pretrained=False)
+        assert rows[name]['classifier_params_M'] == round(sum(p.numel() for p in reference.parameters()) / 1e6, 2)
+        assert rows[name]['family'] == 'vit' and rows[name]['out_strides'] == [14] * 4
+    assert rows['aimv2_large_patch14_224']['classifier_params_M'] == 309.2
+    widest = rows['aimv2_3b_patch14_448']
+    assert widest['input'] == '448x448' and widest['out_channels'] == [3072] * 4
