@@ -95,3 +95,25 @@ def test_list_models_reports_aimv2_names_with_timms_counts():
     assert rows['aimv2_large_patch14_224']['classifier_params_M'] == 309.2
     widest = rows['aimv2_3b_patch14_448']
     assert widest['input'] == '448x448' and widest['out_channels'] == [3072] * 4
+
+
+def test_a_damaged_transformers_file_names_the_key_and_the_fix():
+    from zoo.weights import CheckpointLayoutError
+    from zoo.weights.aimv2 import aimv2_from_hf
+    transformers = pytest.importorskip('transformers')
+    config = transformers.Aimv2VisionConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                                            num_attention_heads=2, image_size=28, patch_size=14)
+    state = transformers.Aimv2VisionModel(config).state_dict()
+    assert aimv2_from_hf(state)['blocks.0.mlp.fc1.weight'].shape == (96, 32)  # [gate | up]
+    missing = {k: v for k, v in state.items() if k != 'encoder.layers.0.ffn.up_proj.weight'}
+    with pytest.raises(CheckpointLayoutError, match=r"key 'encoder\.layers\.0\.ffn\.up_proj\.weight': missing.*"
+                                                    r"save_pretrained"):
+        aimv2_from_hf(missing)
+    flat = dict(state, **{'embeddings.position_embedding.weight': state['embeddings.position_embedding.weight'][0]})
+    with pytest.raises(CheckpointLayoutError, match=r"key 'embeddings\.position_embedding\.weight'"):
+        aimv2_from_hf(flat)
+
+
+def test_an_unknown_norm_kind_is_named():
+    with pytest.raises(ValueError, match=r"norm must be one of \['layer', 'rms'\], got 'batch'"):
+        zoo.create_backbone('aimv2_large_patch14_224', depth=1, embed_dim=32, num_heads=2, norm='batch')
