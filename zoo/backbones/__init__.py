@@ -1,5 +1,6 @@
 """Backbone families, one file each; importing a family registers its named variants."""
 from . import (  # noqa: F401
+    aimv2,
     clip,
     coatnet,
     crossvit,

@@ -33,6 +33,9 @@ from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, registe
 from .common import pair, select_taps
 from .inputs import check_images
 
+#: the norm kinds of ``ViTEncoder(norm=...)``
+NORMS = {'layer': nn.LayerNorm, 'rms': nn.RMSNorm}
+
 
 def default_taps(depth: int) -> tuple[int, ...]:
     """Four evenly spaced block indices: (2, 5, 8, 11) for 12 blocks, (5, 11, 17, 23) for 24; every block when
@@ -60,6 +63,9 @@ class ViTEncoder(nn.Module):
     :class:`zoo.core.PreNormLinear`; EVA-02 CLIP, timm's ``scale_attn_inner``);
     norm_placement: the blocks' norms (:data:`zoo.core.block.NORM_PLACEMENTS`), 'post' with ``post_norm``, else 'pre'
     unless given ('res_post': EVA-02 CLIP enormous).
+    norm: every norm's kind, 'layer' (LayerNorm) or 'rms' (RMSNorm: no centring, no bias; AIMv2), eps ``norm_eps``;
+    patch_norm: a norm on the patch tokens before the positions are added (timm's ``embed_norm_layer``; AIMv2);
+    proj_bias: the attention's output projection and the MLPs' Linears have biases (timm's ``proj_bias``; AIMv2 none).
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
@@ -73,13 +79,17 @@ class ViTEncoder(nn.Module):
                  alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
                  swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False, mlp_norm: bool = False,
-                 attn_norm: bool = False, norm_placement: str | None = None):
+                 attn_norm: bool = False, norm_placement: str | None = None, norm: str = 'layer',
+                 patch_norm: bool = False, proj_bias: bool = True):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
         self.num_heads = num_heads
-        norm_layer = partial(nn.LayerNorm, eps=norm_eps)
-        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, bias=patch_bias)
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {sorted(NORMS)}, got {norm!r}")
+        self.norm_layer = norm_layer = partial(NORMS[norm], eps=norm_eps)
+        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, bias=patch_bias,
+                                      norm_layer=norm_layer if patch_norm else None)
         if not patch_bias:  # checkpoint keys load_pretrained drops when present (zoo.weights.load)
             self.ignored_checkpoint_keys = ('patch_embed.proj.bias',)
         self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
@@ -103,17 +113,18 @@ class ViTEncoder(nn.Module):
                   attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
                   norm_placement=norm_placement or ('post' if post_norm else 'pre'),
                   attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate,
-                                                norm_layer if attn_norm else None),
-                  mlp=Mlp(embed_dim, hidden, drop=drop_rate, norm=norm_layer(hidden), **mlp_act) if mlp_norm else None,
+                                                norm_layer if attn_norm else None, proj_bias),
+                  mlp=Mlp(embed_dim, hidden, drop=drop_rate, norm=norm_layer(hidden) if mlp_norm else None,
+                          bias=proj_bias, **mlp_act) if mlp_norm or not proj_bias else None,
                   act_layer=mlp_act['act_layer'], gated_mlp=swiglu)
             for rate in rates)
         self.apply(init_linear)
 
     def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop,
-                            proj_norm=None) -> Attention | None:
-        """A block's attention with rotary positions, ALiBi, no k bias or a norm before its projection
-        (``proj_norm``, a norm class); None (the block's default) otherwise."""
-        if rope is None and not alibi and (key_bias or not qkv_bias) and proj_norm is None:
+                            proj_norm=None, proj_bias: bool = True) -> Attention | None:
+        """A block's attention with rotary positions, ALiBi, no k bias, a norm before its projection
+        (``proj_norm``, a norm class) or a bias-free projection; None (the block's default) otherwise."""
+        if rope is None and not alibi and (key_bias or not qkv_bias) and proj_norm is None and proj_bias:
             return None
         heads = self.num_heads
         qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
@@ -121,6 +132,7 @@ class ViTEncoder(nn.Module):
         rope, pos_bias = make_rope(rope, self.embed_dim // heads, heads), make_alibi(alibi, heads, len(self.prefix))
         qkv = FusedQKV(self.embed_dim, bias=qkv_bias) if qkv is None else qkv
         proj = None if proj_norm is None else PreNormLinear(self.embed_dim, self.embed_dim, proj_norm(self.embed_dim))
+        proj = nn.Linear(self.embed_dim, self.embed_dim, bias=False) if proj is None and not proj_bias else proj
         return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, proj=proj, attn_drop=attn_drop,
                          proj_drop=proj_drop)
 
@@ -197,7 +209,7 @@ class ViTClassifier(ViTEncoder):
         if global_pool == 'token' and not self.num_prefix_tokens:
             raise ValueError("global_pool='token' needs a prefix token; use class_token=True or global_pool='avg'")
         self.global_pool, self.num_classes = global_pool, num_classes
-        norm = partial(nn.LayerNorm, eps=self.blocks[0].norm1.eps)
+        norm = self.norm_layer
         fc_norm = global_pool in ('avg', 'attention') if fc_norm is None else fc_norm
         self.norm = nn.Identity() if fc_norm or not final_norm else norm(self.embed_dim)
         self.fc_norm = norm(self.embed_dim) if fc_norm and final_norm else nn.Identity()

@@ -93,18 +93,20 @@ class Mlp(nn.Module):
     DINOv2's ``w12``/``w3`` and transformers' ``weights_in``/``weights_out``.
     ``norm``: an optional part applied to the hidden 'b n hidden' just before fc2 (NormFormer's MLP norm; EVA-02's
     SwiGLU, timm's ``scale_mlp``), e.g. ``nn.LayerNorm(hidden_dim)``; its keys are ``norm.*``.
+    ``bias``: fc1 and fc2 have biases (AIMv2's have none).
     """
 
     def __init__(self, dim: int, hidden_dim: int, out_dim: int | None = None, act_layer=nn.GELU,
-                 drop: float | tuple[float, float] = 0.0, gated: bool = False, norm: nn.Module | None = None):
+                 drop: float | tuple[float, float] = 0.0, gated: bool = False, norm: nn.Module | None = None,
+                 bias: bool = True):
         super().__init__()
         hidden_drop, out_drop = drop if isinstance(drop, tuple) else (drop, drop)
         self.gated = gated
-        self.fc1 = nn.Linear(dim, 2 * hidden_dim if gated else hidden_dim)
+        self.fc1 = nn.Linear(dim, 2 * hidden_dim if gated else hidden_dim, bias=bias)
         self.act = act_layer()
         self.drop1 = nn.Dropout(hidden_drop) if hidden_drop else nn.Identity()
         self.norm = norm  # a module only when given: the keys of MLPs without one are unchanged
-        self.fc2 = nn.Linear(hidden_dim, out_dim or dim)
+        self.fc2 = nn.Linear(hidden_dim, out_dim or dim, bias=bias)
         self.drop2 = nn.Dropout(out_drop) if out_drop else nn.Identity()
         self.recompute_act = type(self.act) is nn.GELU and self.act.approximate == 'none' and not hidden_drop \
             and not gated and norm is None

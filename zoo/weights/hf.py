@@ -4,10 +4,12 @@ CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``
 (``encoder.stages...``), from a ``save_pretrained`` folder, its weights file or a state dict.
 CLIP image towers (the ``vit`` family): ``CLIPVisionModel``, ``CLIPVisionModelWithProjection``, ``CLIPModel``
 (:mod:`.clip`); SigLIP image towers (also ``vit``): ``SiglipVisionModel``, ``SiglipModel`` (:mod:`.siglip`), told
-apart by the keys. DINOv2: :mod:`.dinov2`. DINOv3 (``DINOv3ViTModel``): :mod:`.dinov3`.
+apart by the keys; AIMv2 image encoders (also ``vit``): ``Aimv2VisionModel`` (:mod:`.aimv2`). DINOv2:
+:mod:`.dinov2`. DINOv3 (``DINOv3ViTModel``): :mod:`.dinov3`.
 """
 from __future__ import annotations
 
+from .aimv2 import aimv2_from_hf, is_aimv2_layout
 from .clip import clip_from_hf
 from .dinov2 import dinov2_from_hf
 from .dinov3 import dinov3_from_hf
@@ -45,7 +47,9 @@ def cvt_from_hf(state: dict) -> dict:
 
 
 def vit_from_hf(state: dict) -> dict:
-    """transformers' SigLIP or CLIP image tower, as the keys tell."""
+    """transformers' AIMv2, SigLIP or CLIP image tower, as the keys tell."""
+    if is_aimv2_layout(state):
+        return aimv2_from_hf(state)
     return siglip_from_hf(state) if is_siglip_layout(state) else clip_from_hf(state)
 
 
