@@ -35,6 +35,8 @@ COVERED_BY = {
        if name != 'eva02_tiny_patch14_224'},  # EVA-02: the ViT classes; each code path in test_eva02.py
     **{name: 'vit_pe_core_tiny_patch16_384' for name in zoo.list_backbones('vit_pe_*')
        if name != 'vit_pe_core_tiny_patch16_384'},  # Perception Encoder: the ViT classes; each path in test_pe.py
+    **{name: 'vit_base_patch16_radio_v3' for name in zoo.list_backbones('vit_*_radio_*')
+       if name != 'vit_base_patch16_radio_v3'},  # C-RADIO: the ViT classes, the cropped table; test_radio.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane
