@@ -142,3 +142,15 @@ def test_the_cropping_rule_by_hand():
     # a larger grid reads the table upsampled: 8 x 8, top-left 3 x 8
     up = crop_grid_embed(table, (3, 8), (4, 4), align_corners=True).reshape(3, 8)
     assert up[0, 0] == 0 and up[0, 7] == 3 and torch.allclose(up[1, 0], torch.tensor(4 * 3 / 7))
+
+
+def test_list_models_reports_radio_names_with_timms_counts():
+    import list_models
+    names = ['vit_base_patch16_radio_v3', 'vit_so400m_patch16_radio_v4']
+    rows = {r['name']: r for r in list_models.main(names)}
+    for name in names:
+        with torch.device('meta'):
+            reference = timm.create_model(name, pretrained=False)
+        count = round(sum(p.numel() for p in reference.parameters()) / 1e6, 2)
+        assert rows[name]['classifier_params_M'] == rows[name]['backbone_params_M'] == count  # headless
+        assert rows[name]['input'] == '512x512' and rows[name]['out_strides'] == [16] * 4

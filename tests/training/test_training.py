@@ -112,6 +112,11 @@ SMALL_EVA02 = ['model.backbone.name=eva02_tiny_patch14_224', 'model.backbone.dep
                'model.backbone.out_indices=[0,1,2,3]', 'model.neck.out_strides=[3.5,7,14,28]',
                'model.data_preprocessor.size_divisor=14', 'train_dataloader.dataset.pipeline.3.crop_size=[112,154]']
 
+# C-RADIOv3 B/16 (summary token + 7 registers, no positions on them, a cropped position table, LayerScale) at ViT-Ti's
+# width with 4 blocks
+SMALL_RADIO = ['model.backbone.name=vit_base_patch16_radio_v3', 'model.backbone.embed_dim=192',
+               'model.backbone.num_heads=3', 'model.backbone.depth=4', 'model.backbone.out_indices=[0,1,2,3]']
+
 
 # Iterations: about 1.5x what each took to clear the bar in a trial run with validation every 40 iterations
 # (at 160x120: ViT 16.1 mIoU at 50, CvT 14.2 at 40, CoAtNet 16.1 at 40, CrossViT 17.8 at 80; CLIP, validated every
@@ -123,8 +128,9 @@ SMALL_EVA02 = ['model.backbone.name=eva02_tiny_patch14_224', 'model.backbone.dep
 @pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 75), (SMALL_CVT, 60), (SMALL_COATNET, 60),
                                                (SMALL_CROSSVIT, 120), (SMALL_CLIP, 30),
                                                (SMALL_SIGLIP, 30), (SMALL_DINOV3, 30), (SMALL_EVA02, 30),
-                                               (SMALL_PE, 60)],
-                         ids=['vit', 'cvt', 'coatnet', 'crossvit', 'clip', 'siglip', 'dinov3', 'eva02', 'pe'])
+                                               (SMALL_PE, 60), (SMALL_RADIO, 30)],
+                         ids=['vit', 'cvt', 'coatnet', 'crossvit', 'clip', 'siglip', 'dinov3', 'eva02', 'pe',
+                              'radio'])
 def test_camvid_short_run_beats_the_majority_class(backbone, iters, tmp_path):
     """The CamVid DPT config with a small backbone (ViT-Ti with 4 blocks; CvT-13 with depths 1/1/2; CoAtNet-0 with
     one block per stage, a third of its widths; CrossViT-Ti with two multi-scale blocks of one block per branch; a
