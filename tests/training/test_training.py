@@ -124,7 +124,8 @@ SMALL_RADIO = ['model.backbone.name=vit_base_patch16_radio_v3', 'model.backbone.
 # CrossViT 16.8 against a bar of 10.7; CLIP at 30 on an AVX-512/AMX Xeon (2026-12-03):
 # 15.29 in 27 s with OMP_NUM_THREADS=1 while another job used the other core, 15.24 with 2 threads (twice); SigLIP at
 # 30 on the same Xeon: 13.82 in 24 s with OMP_NUM_THREADS=1 (twice), the machine shared with other jobs; DINOv3 14.56
-# and EVA-02 13.55 at 30, PE 16.88 at 60 (9.85 at 30, under the bar), each with one thread beside the test suite.
+# and EVA-02 13.55 at 30, PE 16.88 at 60 (9.85 at 30, under the bar), each with one thread beside the test suite;
+# C-RADIOv3 15.93 at 30 (one thread, 1 min 35 s with a benchmark beside).
 @pytest.mark.parametrize('backbone,iters', [(TINY_VIT, 75), (SMALL_CVT, 60), (SMALL_COATNET, 60),
                                                (SMALL_CROSSVIT, 120), (SMALL_CLIP, 30),
                                                (SMALL_SIGLIP, 30), (SMALL_DINOV3, 30), (SMALL_EVA02, 30),
