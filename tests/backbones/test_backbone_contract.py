@@ -37,6 +37,8 @@ COVERED_BY = {
        if name != 'vit_pe_core_tiny_patch16_384'},  # Perception Encoder: the ViT classes; each path in test_pe.py
     **{name: 'aimv2_large_patch14_224' for name in zoo.list_backbones('aimv2_*')
        if name != 'aimv2_large_patch14_224'},  # AIMv2: the ViT classes (large: slow lane); reduced in test_aimv2.py
+    **{name: 'vit_base_patch16_radio_v3' for name in zoo.list_backbones('vit_*_radio_*')
+       if name != 'vit_base_patch16_radio_v3'},  # C-RADIO: the ViT classes, the cropped table; test_radio.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

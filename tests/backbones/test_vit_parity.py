@@ -13,11 +13,14 @@ timm = pytest.importorskip('timm')
 # DINOv2 (patch 14, 518x518) is compared with timm in tests/backbones/test_dinov2.py, the CLIP towers (reduced
 # depth) in tests/backbones/test_clip.py, the SigLIP towers (reduced depth) in tests/backbones/test_siglip.py, DINOv3
 # (reduced depth; its huge and 7B sizes only ever on the meta device) in tests/backbones/test_dinov3.py, the
-# Perception Encoder towers (reduced depth and width; gigantic ones among them) in tests/backbones/test_pe.py; AIMv2
-# (aimv2_*, not listed here; reduced depth and width) in tests/backbones/test_aimv2.py
+# Perception Encoder towers (reduced depth and width; gigantic ones among them) in tests/backbones/test_pe.py, the
+# C-RADIO backbones (reduced depth and width; huge, giant and so400m ones only on the meta device, and timm's own
+# non-square reference is its model built at that size) in tests/backbones/test_radio.py; AIMv2 (aimv2_*, not listed
+# here; reduced depth and width) in tests/backbones/test_aimv2.py
 UP_TO_BASE = [n for n in zoo.list_backbones('vit_*') + zoo.list_backbones('deit_*')
               if 'large' not in n and '_rope' not in n and 'dinov2' not in n and '_clip_' not in n
-              and '_siglip' not in n and '_dinov3' not in n and not n.startswith('vit_pe_')]
+              and '_siglip' not in n and '_dinov3' not in n and not n.startswith('vit_pe_')
+              and '_radio_' not in n]
 BASE = {n for n in UP_TO_BASE if 'base' in n}
 
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     levit,
     pe,
     pit,
+    radio,
     siglip,
     swin,
     vit,

@@ -15,6 +15,7 @@ from ..contract import Backbone, Taps
 from ..core import (
     AttentionPool,
     Block,
+    CroppedPosEmbed,
     LearnedPosEmbed,
     Mlp,
     PatchEmbed,
@@ -47,7 +48,9 @@ def default_taps(depth: int) -> tuple[int, ...]:
 class ViTEncoder(nn.Module):
     """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`.
 
-    pos_embed: 'learned' (resampled to each input's grid), 'sincos' (fixed 2-D) or 'none';
+    pos_embed: 'learned' (resampled to each input's grid), 'cropped' (a learned table on the patch tokens, resampled
+    to the square of the grid's larger side and cropped top-left, :class:`zoo.core.CroppedPosEmbed`; RADIO),
+    'sincos' (fixed 2-D) or 'none'; pos_align_corners: the corner rule of the 'cropped' table's bilinear resampling;
     pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``);
     rope: 2-D rotary positions in every attention, ``dict(kind='axial' | 'mixed', ...)`` (zoo.core.rope.make_rope);
     alibi: 2-D ALiBi bias in every attention, True or ``dict(metric=...)`` (:func:`zoo.core.alibi.make_alibi`);
@@ -74,7 +77,8 @@ class ViTEncoder(nn.Module):
                  embed_dim: int = 768, depth: int = 12, num_heads: int = 12, mlp_ratio: float = 4.0,
                  qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
                  pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
-                 pos_antialias: bool = True, init_values: float | None = None, post_norm: bool = False,
+                 pos_antialias: bool = True, pos_align_corners: bool = False, init_values: float | None = None,
+                 post_norm: bool = False,
                  norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
                  alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
@@ -97,12 +101,14 @@ class ViTEncoder(nn.Module):
         if pos_embed == 'learned':
             self.pos_embed = LearnedPosEmbed(grid, embed_dim, len(self.prefix) if pos_embed_prefix else 0,
                                              mode=pos_interp, antialias=pos_antialias)
+        elif pos_embed == 'cropped':
+            self.pos_embed = CroppedPosEmbed(grid, embed_dim, align_corners=pos_align_corners)
         elif pos_embed == 'sincos':
             self.pos_embed = SinCosPosEmbed(embed_dim)
         elif pos_embed == 'none':
             self.pos_embed = None
         else:
-            raise ValueError(f"pos_embed must be 'learned', 'sincos' or 'none', got {pos_embed!r}")
+            raise ValueError(f"pos_embed must be 'learned', 'cropped', 'sincos' or 'none', got {pos_embed!r}")
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
         self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
         rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule

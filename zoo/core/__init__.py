@@ -27,7 +27,7 @@ from .linear_bn import BNLinear, LinearBN
 from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool, ProbePool
-from .pos_embed import LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
+from .pos_embed import CroppedPosEmbed, LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
 from .qkv import ConvQKV, FusedQKV, ProbeQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .std_conv import MaxPool2dSame, StdConv2d, pad_same
@@ -36,9 +36,9 @@ from .weight_decay import NoWeightDecay, no_weight_decay_of
 from .windows import ShiftedWindowAttention
 
 __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLinear', 'Block', 'Checkpointable',
-           'ConvBN', 'ConvQKV', 'DropPath', 'Dropout', 'FusedQKV', 'GELUTanh', 'Grid', 'LayerNorm6', 'LayerScale',
-           'LearnedPosEmbed', 'Linear', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay', 'PatchEmbed',
-           'PreNormLinear',
+           'ConvBN', 'ConvQKV', 'CroppedPosEmbed', 'DropPath', 'Dropout', 'FusedQKV', 'GELUTanh', 'Grid',
+           'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Linear', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay',
+           'PatchEmbed', 'PreNormLinear',
            'PrefixTokens', 'ProbePool', 'ProbeQKV', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
            'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',

@@ -136,3 +136,42 @@ class SinCosPosEmbed(nn.Module):
 
     def forward(self, grid: Grid) -> torch.Tensor:
         return sincos_2d(grid, self.dim, self.temperature)
+
+
+def crop_grid_embed(embed: torch.Tensor, new_grid: Grid, old_grid: Grid, align_corners: bool = False) -> torch.Tensor:
+    """A '1 (h w) d' table on ``old_grid`` resampled bilinearly (no antialias) to the square s x s of the larger side
+    s = max(new_grid), then cropped to its top-left ``new_grid`` rows and columns: '1 (h' w') d'. A wide input thus
+    reads the table's top rows at the scale of its width instead of squeezing the table's aspect ratio."""
+    old_grid, (h, w) = tuple(old_grid), tuple(new_grid)
+    side = max(h, w)
+    if not is_symbolic((h, w)) and old_grid == (h, w):
+        return embed
+    table = rearrange(embed.float(), '1 (h w) d -> 1 d h w', h=old_grid[0])
+    if is_symbolic((h, w)) or old_grid != (side, side):  # bilinear at scale 1 is an identity either way
+        table = interpolate(table, size=(side, side), mode='bilinear', align_corners=align_corners)
+    return rearrange(table[:, :, :h, :w], '1 d h w -> 1 (h w) d').to(embed.dtype)
+
+
+class CroppedPosEmbed(LearnedPosEmbed):
+    """Learned table '1 (h w) d' on the patch tokens only (no prefix rows), read by cropping (:func:`crop_grid_embed`):
+    for an input grid (h', w') the table is resampled bilinearly to max(h', w') squared and its top-left h' x w' part
+    is kept. ``align_corners`` is the bilinear resampling's corner rule. A checkpoint's larger table (RADIO's 128 x 128
+    one) is brought to the build grid by the same rule on loading."""
+
+    def __init__(self, grid: Grid, dim: int, align_corners: bool = False):
+        super().__init__(grid, dim, num_prefix=0, mode='bilinear', antialias=False)
+        self.align_corners = align_corners
+
+    def forward(self, grid: Grid) -> torch.Tensor:
+        return crop_grid_embed(self.weight, grid, self.grid, self.align_corners)
+
+    def resample_checkpoint(self, weight: torch.Tensor, old_grid: Grid | None = None) -> torch.Tensor:
+        if weight.ndim == 4:
+            weight, old_grid = flatten_grid_table(weight)
+        elif weight.ndim != 3 or weight.shape[0] != 1:
+            raise ValueError(f"a cropped position table is '1 (h w) d' or '1 d h w', got shape {tuple(weight.shape)}")
+        old_grid = old_grid or square_grid(weight.shape[1])
+        return crop_grid_embed(weight, self.grid, old_grid, self.align_corners)
+
+    def extra_repr(self) -> str:
+        return f"grid={self.grid}, cropped, align_corners={self.align_corners}"

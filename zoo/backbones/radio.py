@@ -1,0 +1,40 @@
+"""NVIDIA's C-RADIO backbones (Ranzinger et al. 2024, "AM-RADIO"; Heinrich et al. 2025, "RADIOv2.5"; C-RADIOv3 and v4)
+under timm's non-NaFlex ``vit_*_patch16_radio_v3`` / ``_v4`` names: the plain :mod:`.vit` family with options, so
+nothing here but the registered variants.
+
+- a learned position table on the patch tokens only, read by RADIO's "cropped position embedding" rule
+  (``pos_embed='cropped'``, :class:`zoo.core.CroppedPosEmbed`): for an input grid (h, w) the table is resampled
+  bilinearly, without antialias, to the square of the larger side and its top-left h x w part is kept. RADIO trains a
+  128 x 128 table; timm stores it already brought to the 32 x 32 grid of 512 px by that rule, and a larger table in a
+  checkpoint is brought to the build grid by the same rule on loading. The bilinear corner rule follows the
+  checkpoint (``pos_align_corners``): True for C-RADIOv3-B and -H, False for v3-L, v3-g and every v4 (timm's
+  ``_RADIO_ALIGN_CORNERS``);
+- prefix tokens: a summary (CLS) token then registers (7 in v3, 9 in v4; RADIO's further per-teacher summary tokens
+  are registers in timm's layout), with no positions;
+- pre-LN blocks, LayerNorm eps 1e-6, LayerScale 1e-5 in the base and large ones, no final norm; the pooled feature is
+  the summary token after the last block (``global_pool='token'``, headless: ``num_classes=0``).
+
+Mean / std: OpenAI CLIP's. Weights: timm's files (:func:`zoo.weights.timm.vit_from_timm`) and NVIDIA's own RADIO
+checkpoints (``radio_model.model.*``, :mod:`zoo.weights.radio`).
+"""
+from __future__ import annotations
+
+from ..registry import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
+from .vit import VIT, VIT_SIZES
+
+RADIO_OPTIONS = dict(class_token=True, pos_embed='cropped', pos_embed_prefix=False, norm_eps=1e-6,
+                     mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD, input_size=512, num_classes=0, patch_size=16)
+RADIO_SIZES = {
+    'base': dict(VIT_SIZES['base'], init_values=1e-5),
+    'large': dict(VIT_SIZES['large'], init_values=1e-5),
+    'huge': dict(embed_dim=1280, depth=32, num_heads=16),
+    'giant': dict(embed_dim=1536, depth=40, num_heads=24),
+    'so400m': dict(embed_dim=1152, depth=27, num_heads=16, mlp_ratio=4304 / 1152),
+}
+_HEAD = dict(global_pool='token', final_norm=False)  # the summary token after the last block, no norm
+# (size, version) -> bilinear align_corners of the checkpoint's position table
+_RADIOS = {('base', 3): True, ('large', 3): False, ('huge', 3): True, ('giant', 3): False,
+           ('so400m', 4): False, ('huge', 4): False}
+for (_size, _version), _corners in _RADIOS.items():
+    register_variant(f'vit_{_size}_patch16_radio_v{_version}', VIT, reg_tokens=7 if _version == 3 else 9,
+                     pos_align_corners=_corners, head=_HEAD, **RADIO_OPTIONS, **RADIO_SIZES[_size])
