@@ -87,8 +87,17 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
     minimum = min_side(module, multiple)
     check_size(example_size, multiple, minimum)
     with explicit_attention(module):
-        program = torch.export.export(module, (example_input(module, example_size),),
-                                      dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+        try:
+            program = torch.export.export(module, (example_input(module, example_size),),
+                                          dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+        except torch._dynamo.exc.UserError as error:  # the trace fixed a size marked dynamic
+            specialised = [line.strip() for line in str(error).splitlines() if 'specialized' in line]
+            if not specialised:
+                raise
+            raise ValueError(f"torch.export of {type(module.model).__name__} fixed a dynamic input size: some part "
+                             f"of the model computes from the size in Python (int(), a size-keyed cache, a branch) "
+                             f"instead of in the graph, so it would run at the traced size only; refused. "
+                             f"torch says: {' '.join(specialised)}") from error
     return refuse_fixed_dims(program, module, 'torch.export')
 
 
