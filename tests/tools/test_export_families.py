@@ -26,6 +26,11 @@ EXACT = {
     'vit_small_patch16_rope_mixed_224': dict(depth=2),  # RoPE angles in the graph
     'vit_base_patch16_clip_224': dict(depth=2, embed_dim=192, num_heads=3),
     'vit_base_patch16_siglip_224': dict(depth=2, embed_dim=192, num_heads=3),
+    'vit_small_patch16_dinov3': dict(depth=2),  # DINOv3's RoPE in the graph
+    'eva02_tiny_patch14_224': dict(depth=2),
+    'vit_pe_core_tiny_patch16_384': dict(depth=2),
+    'aimv2_large_patch14_224': dict(depth=2, embed_dim=192, num_heads=3),
+    'vit_base_patch16_radio_v3': dict(depth=2, embed_dim=192, num_heads=3),  # the cropped table in the graph
 }
 FAST = {'vit_tiny_patch16_224'}  # the rest in the full suite
 
