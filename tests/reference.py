@@ -28,6 +28,17 @@ def meta_pair(name: str) -> tuple[torch.nn.Module, torch.nn.Module]:
         return zoo.create_classifier(name), timm.create_model(name, pretrained=False)
 
 
+def meta_pair_with_timms_keys(name: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """:func:`meta_pair` of ``name``, asserting that ours has timm's keys and shapes (timm's converted by
+    ``vit_from_timm``) and timm's parameter count."""
+    from zoo.weights.timm import vit_from_timm
+    ours, reference = meta_pair(name)
+    want = {k: tuple(v.shape) for k, v in vit_from_timm(reference.state_dict()).items()}
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == want
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
+    return ours, reference
+
+
 def assert_classifier_equals_timm(ours: torch.nn.Module, reference: torch.nn.Module, sizes, atol: float = 1e-4):
     """Logits, pre-logits (the pooled feature) and final features of ``ours`` equal timm's ``reference`` within
     ``atol`` on random images of each (h, w) of ``sizes``."""

@@ -14,13 +14,13 @@ from torch import nn
 import zoo
 from zoo.core import Mlp, PreNormLinear, QVBiasQKV
 from zoo.weights import CheckpointLayoutError
-from zoo.weights.timm import vit_from_timm
 
 from ..reference import (
     assert_classifier_equals_timm,
     assert_taps_equal_timm_intermediates,
     classifier_from_timm_file,
     meta_pair,
+    meta_pair_with_timms_keys,
     timm_reference,
 )
 
@@ -37,10 +37,7 @@ def test_the_registered_names_are_timms_eva02_names():
 @pytest.mark.parametrize('name', [pytest.param(n, marks=pytest.mark.slow) if 'large' in n or 'enormous' in n else n
                                   for n in NAMES])  # ~1 s each on the meta device
 def test_registered_options_build_timms_keys_shapes_and_parameter_count(name):
-    ours, reference = meta_pair(name)
-    want = {k: tuple(v.shape) for k, v in vit_from_timm(reference.state_dict()).items()}
-    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == want
-    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
+    ours, reference = meta_pair_with_timms_keys(name)
     block, timm_block = ours.blocks[0], reference.blocks[0]
     assert isinstance(block.attn.qkv, QVBiasQKV) and block.norm1.eps == timm_block.norm1.eps == 1e-6
     assert (block.attn.rope is None) == (reference.rope is None)

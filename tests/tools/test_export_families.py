@@ -35,12 +35,7 @@ EXACT = {
 FAST = {'vit_tiny_patch16_224'}  # the rest in the full suite
 
 
-@pytest.fixture(scope='module', autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from .test_export_onnx import _one_thread  # noqa: E402,F401  (tiny models: one intra-op thread, module-wide)
 
 
 @pytest.mark.parametrize('name', [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in EXACT])
