@@ -80,7 +80,7 @@ def add_cloud_and_video_options(parser: argparse.ArgumentParser) -> None:
 
 def intrinsics_of(values) -> np.ndarray:
     """The 3x3 camera matrix of ``--intrinsics``: one file (heads.io.depth.read_intrinsics) or 'fx fy cx cy'."""
-    from heads.io.depth import read_intrinsics
+    from heads.io.depth import camera_matrix, read_intrinsics
     from heads.io.pointcloud import check_intrinsics
     if len(values) == 1:
         if not Path(values[0]).is_file():
@@ -90,7 +90,7 @@ def intrinsics_of(values) -> np.ndarray:
         fx, fy, cx, cy = map(float, values)
     except ValueError as err:
         raise ValueError(f"--intrinsics takes one file or the four numbers fx fy cx cy, got {values}") from err
-    return check_intrinsics([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]], f'--intrinsics {" ".join(values)}')
+    return check_intrinsics(camera_matrix([fx, fy, cx, cy]), f'--intrinsics {" ".join(values)}')
 
 
 class CloudAndVideo:

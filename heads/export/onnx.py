@@ -9,7 +9,7 @@ from torch import nn
 from torch.export import ExportedProgram
 
 from .compare import max_abs_diffs
-from .program import export_program
+from .program import INPUT_DIMS, export_program
 from .sizes import check_size, required_multiple
 from .wrappers import exportable
 
@@ -49,7 +49,7 @@ def onnx_fixed_dims(path) -> list[str]:
     """The names ('batch', 'height', 'width') of the dimensions the ONNX file's image input holds fixed."""
     import onnx
     dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
-    return [name for name, i in (('batch', 0), ('height', 2), ('width', 3)) if not dims[i].dim_param]
+    return [name for name, i in INPUT_DIMS if not dims[i].dim_param]
 
 
 def onnx_session(path, threads: int | None = None):

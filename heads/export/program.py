@@ -14,6 +14,7 @@ from .sizes import check_size, min_side, required_multiple
 from .wrappers import exportable
 
 MAX_BATCH = 1024
+INPUT_DIMS = (('batch', 0), ('height', 2), ('width', 3))  # the dynamic dims of the 'b 3 h w' input
 
 
 def dynamic_hw(multiple: int, minimum: int, maximum: int) -> tuple[dict, ...]:
@@ -36,7 +37,7 @@ def input_dims_fixed(program: ExportedProgram) -> list[str]:
     """The names ('batch', 'height', 'width') of the input dimensions ``program`` holds fixed."""
     name = program.graph_signature.user_inputs[0]
     shape = next(n for n in program.graph.nodes if n.op == 'placeholder' and n.name == name).meta['val'].shape
-    return [name for name, i in (('batch', 0), ('height', 2), ('width', 3)) if isinstance(shape[i], int)]
+    return [name for name, i in INPUT_DIMS if isinstance(shape[i], int)]
 
 
 def refuse_fixed_dims(program: ExportedProgram, model: nn.Module, step: str) -> ExportedProgram:

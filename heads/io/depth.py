@@ -88,12 +88,18 @@ def read_intrinsics(path) -> list[list[float]]:
         values = [float(v) for v in Path(path).read_text().split()]
     except ValueError as err:
         raise ValueError(f"intrinsics file {path} is not numbers: {err}") from err
+    return camera_matrix(values, f'intrinsics file {path}')
+
+
+def camera_matrix(values, name: str = 'intrinsics') -> list[list[float]]:
+    """The 3x3 camera matrix of 9 numbers (row by row) or of ``fx fy cx cy``; a ValueError naming ``name`` else."""
+    values = [float(v) for v in values]
     if len(values) == 4:
         fx, fy, cx, cy = values
         values = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
     if len(values) != 9:
-        raise ValueError(f"intrinsics file {path} holds {len(values)} numbers; expected a 3x3 camera matrix "
-                         f"(9 numbers) or 'fx fy cx cy'")
+        raise ValueError(f"{name} holds {len(values)} numbers; expected a 3x3 camera matrix (9 numbers) or "
+                         f"'fx fy cx cy'")
     return [values[0:3], values[3:6], values[6:9]]
 
 

@@ -17,6 +17,15 @@ def window_starts(size: int, crop: int, stride: int) -> list[int]:
     return sorted({min(i * stride, size - crop) for i in range(count)})
 
 
+def predict_window(predict: Predict, x: torch.Tensor, top: int, left: int, crop: tuple[int, int]) -> torch.Tensor:
+    """``predict`` on the ``crop``-sized window of ``x`` at (top, left): 'b k h w', the window's part of the image
+    (a window running past the image is zero-padded to ``crop`` for the forward pass and its output cut back)."""
+    window = x[..., top:top + crop[0], left:left + crop[1]]
+    h, w = window.shape[-2:]
+    padded = F.pad(window, (0, max(crop[1] - w, 0), 0, max(crop[0] - h, 0)))
+    return predict(padded)[..., :h, :w]
+
+
 def slide_inference(predict: Predict, x: torch.Tensor, crop: tuple[int, int], stride: tuple[int, int]) -> torch.Tensor:
     """Average of ``predict`` over overlapping crops of ``x``.
 
@@ -27,10 +36,8 @@ def slide_inference(predict: Predict, x: torch.Tensor, crop: tuple[int, int], st
     total, count = None, x.new_zeros(1, 1, height, width)
     for top in window_starts(height, crop[0], stride[0]):
         for left in window_starts(width, crop[1], stride[1]):
-            window = x[..., top:top + crop[0], left:left + crop[1]]
-            h, w = window.shape[-2:]
-            padded = F.pad(window, (0, max(crop[1] - w, 0), 0, max(crop[0] - h, 0)))
-            out = predict(padded)[..., :h, :w]
+            out = predict_window(predict, x, top, left, crop)
+            h, w = out.shape[-2:]
             if total is None:
                 total = x.new_zeros(x.shape[0], out.shape[1], height, width, dtype=out.dtype)
             total[..., top:top + h, left:left + w] += out

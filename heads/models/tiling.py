@@ -29,10 +29,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 
 from ..evaluation.metrics import fit_scale_shift
-from .inference import Predict
+from .inference import Predict, predict_window
 
 RAMPS = {'linear': lambda u: u, 'cosine': lambda u: torch.sin(u * (math.pi / 2)) ** 2}
 
@@ -101,10 +100,8 @@ def tiled_inference(predict: Predict, x: torch.Tensor, tile: tuple[int, int], ov
     total = weight = None
     for i, top in enumerate(rows):
         for j, left in enumerate(cols):
-            window = x[..., top:top + tile[0], left:left + tile[1]]
-            h, w = window.shape[-2:]
-            padded = F.pad(window, (0, tile[1] - w, 0, tile[0] - h))
-            out = predict(padded)[..., :h, :w]
+            out = predict_window(predict, x, top, left, tile)
+            h, w = out.shape[-2:]
             if total is None:
                 dtype = torch.promote_types(out.dtype, torch.float32)
                 total = x.new_zeros(x.shape[0], out.shape[1], height, width, dtype=dtype)
