@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--models', nargs='+', default=list(MODELS), metavar='NAME[=CONFIG:HxW]',
                         help=f"models to measure (default: {' '.join(MODELS)})")
-    parser.add_argument('--runtimes', nargs='+', default=list(RUNTIMES), choices=RUNTIMES)
-    parser.add_argument('--batches', nargs='+', type=int, default=[1, 8])
+    parser.add_argument('--runtimes', nargs='+', default=list(RUNTIMES), choices=RUNTIMES,
+                        help=f"runtimes to measure (default: {' '.join(RUNTIMES)})")
+    parser.add_argument('--batches', nargs='+', type=int, default=[1, 8], help='batch sizes (default: 1 8)')
     parser.add_argument('--repeats', type=int, default=5, help='timed calls per measurement (default 5)')
     parser.add_argument('--threads', type=int, default=os.cpu_count(), help='intra-op threads (default: all cores)')
     parser.add_argument('--work-dir', type=Path, default=Path('results/deploy_benchmark'),
