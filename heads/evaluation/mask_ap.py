@@ -90,8 +90,9 @@ def mask_box(rle: dict) -> list[float]:
 class MaskAPMetric(BaseMetric):
     """COCO mask AP (module docstring) of ``pred_instances`` (masks 'n h w' bool or probabilities, labels, scores)
     against ``gt_instances`` (masks, labels): logs ``segm_mAP``, ``_mAP_50``, ``_mAP_75``, ``_mAP_s/m/l`` (fractions
-    in [0, 1], as COCOeval prints them), over the thing classes (``thing_classes`` names, default the dataset's
-    metainfo 'thing_classes'; all classes when neither is known). ``num_classes`` defaults to the dataset's."""
+    in [0, 1], as COCOeval prints them), over the thing classes (``thing_classes`` names or indices, default the
+    dataset's metainfo 'thing_classes'; all classes when neither is known), so that the stuff segments a panoptic
+    set puts in ``gt_instances`` are left out. ``num_classes`` defaults to the dataset's."""
     default_prefix = ''
 
     def __init__(self, num_classes: int | None = None, thing_classes=None, **kwargs):

@@ -45,7 +45,8 @@ class PackDenseInputs(DenseTransform):
                 raise KeyError(f"PackDenseInputs needs results['num_classes'] to pack the panoptic annotation of "
                                f"{results.get('img_path')} (void = num_classes); datasets with classes add it")
             sample.gt_instances, sample.gt_panoptic_seg = panoptic_targets(
-                results['gt_segment_map'], results['segments'], results['num_classes'])
+                results['gt_segment_map'], results['segments'], results['num_classes'],
+                with_stuff=results.get('stuff_instances', True))
         if results.get('gt_label') is not None:
             sample.gt_label = torch.tensor(int(results['gt_label']), dtype=torch.int64)
         return {'inputs': inputs, 'data_samples': sample}

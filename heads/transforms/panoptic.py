@@ -61,9 +61,17 @@ class LoadPanopticAnnotations(DenseTransform):
     :class:`~heads.datasets.CocoPanopticDataset` gives), or kept as they are when the data info already holds
     'gt_segment_map' and 'segments' (datasets that derive them, e.g. :class:`~heads.datasets.CamVidPanopticDataset`).
     Maps of another size than the image as loaded are an error. Put it where LoadAnnotations would go.
+    ``instances``: which segments become ``gt_instances`` when packed, 'all' (things and stuff: panoptic training)
+    or 'things' (instance segmentation).
     """
 
+    def __init__(self, instances: str = 'all'):
+        if instances not in ('all', 'things'):
+            raise ValueError(f"instances must be 'all' (things and stuff) or 'things', got {instances!r}")
+        self.instances = instances
+
     def transform(self, results: dict) -> dict:
+        results['stuff_instances'] = self.instances == 'all'
         if results.get('gt_segment_map') is None:
             if results.get('pan_map_path') is None or 'segments_info' not in results:
                 raise KeyError("LoadPanopticAnnotations needs results['pan_map_path'] and results['segments_info'] "
@@ -81,23 +89,24 @@ class LoadPanopticAnnotations(DenseTransform):
         return results
 
 
-def panoptic_targets(segment_map: np.ndarray, segments: list[dict], num_classes: int
+def panoptic_targets(segment_map: np.ndarray, segments: list[dict], num_classes: int, with_stuff: bool = True
                      ) -> tuple[InstanceData, PixelData]:
     """A segment map ('h w', 0 = void) and its segments -> (``gt_instances``, ``gt_panoptic_seg``).
 
-    ``gt_instances``: labels 'n' int64 and masks 'n h w' bool of the non-crowd thing segments still present in the
-    map (a crop may have removed some), in segment order. ``gt_panoptic_seg``: PixelData with 'data' '1 h w' int64,
-    ``label + instance * INSTANCE_OFFSET`` (thing instances numbered 0, 1, ... in the order of ``gt_instances``,
-    stuff instance 0), ``num_classes`` on void and crowd pixels, and 'crowd' '1 h w' int64, the label of the crowd
-    segment on its pixels and ``num_classes`` elsewhere (panoptic quality leaves predictions on crowd regions
-    uncounted, :mod:`heads.evaluation.panoptic`).
+    ``gt_instances``: labels 'n' int64 and masks 'n h w' bool of the non-crowd segments still present in the map (a
+    crop may have removed some), in segment order: things and, with ``with_stuff``, stuff too, the targets of a
+    panoptic mask-classification model as detectron2 and transformers build them (``with_stuff=False``: instance
+    segmentation). ``gt_panoptic_seg``: PixelData with 'data' '1 h w' int64, ``label + instance * INSTANCE_OFFSET``
+    (thing instances numbered 0, 1, ... in segment order, stuff instance 0), ``num_classes`` on void and crowd
+    pixels, and 'crowd' '1 h w' int64, the label of the crowd segment on its pixels and ``num_classes`` elsewhere
+    (panoptic quality leaves predictions on crowd regions uncounted, :mod:`heads.evaluation.panoptic`).
     """
     if not 0 < num_classes < INSTANCE_OFFSET:
         raise ValueError(f"num_classes must be in 1..{INSTANCE_OFFSET - 1} to pack label + instance * "
                          f"{INSTANCE_OFFSET} (heads.io.labels.INSTANCE_OFFSET), got {num_classes}")
     panoptic = np.full(segment_map.shape, num_classes, np.int64)
     crowd = np.full(segment_map.shape, num_classes, np.int64)
-    labels, masks = [], []
+    labels, masks, things = [], [], 0
     for k in np.unique(segment_map):
         if k == 0:
             continue
@@ -106,12 +115,15 @@ def panoptic_targets(segment_map: np.ndarray, segments: list[dict], num_classes:
             raise ValueError(f"segment {k} has label {segment['label']}, outside the {num_classes} classes")
         if segment['iscrowd']:
             crowd[mask] = segment['label']
-        elif segment['isthing']:
-            panoptic[mask] = segment['label'] + len(labels) * INSTANCE_OFFSET
-            labels.append(segment['label'])
-            masks.append(mask)
+            continue
+        if segment['isthing']:
+            panoptic[mask] = segment['label'] + things * INSTANCE_OFFSET
+            things += 1
         else:
             panoptic[mask] = segment['label']
+        if segment['isthing'] or with_stuff:
+            labels.append(segment['label'])
+            masks.append(mask)
     instances = InstanceData(labels=torch.tensor(labels, dtype=torch.int64),
                              masks=torch.from_numpy(np.stack(masks) if masks else
                                                     np.zeros((0, *segment_map.shape), bool)))

@@ -79,6 +79,13 @@ def test_a_prediction_on_a_crowd_region_is_not_a_false_positive():
 def test_only_thing_classes_are_averaged():
     road = (ROAD, 0.99, box_mask(10, 10, 20, 20))  # a stuff prediction without ground truth: not evaluated
     assert mask_ap(sample([road, *PERFECT]))['segm_mAP'] == pytest.approx(1.0)
+    with_stuff = sample(PERFECT)  # gt_instances of a panoptic set hold stuff segments too: not evaluated
+    gt = with_stuff['gt_instances']
+    gt['labels'], gt['masks'] = torch.cat([gt['labels'], torch.tensor([ROAD])]), torch.cat([gt['masks'], road[2][None]])
+    assert mask_ap(with_stuff)['segm_mAP'] == pytest.approx(1.0)
+    everything = MaskAPMetric(num_classes=3, thing_classes=[ROAD, CAR, PERSON])  # road: a class never found, AP 0
+    everything.process({}, [with_stuff])
+    assert everything.compute_metrics(everything.results)['segm_mAP'] == pytest.approx(2 / 3)
     metric = MaskAPMetric(num_classes=3, thing_classes=['car'])
     metric.dataset_meta = META
     metric.process({}, [sample([PERFECT[0], PERFECT[2]])])  # person found, one car of two

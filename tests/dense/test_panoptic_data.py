@@ -60,8 +60,8 @@ def coco_panoptic(tmp_path) -> Path:
     return tmp_path
 
 
-def load(root, *transforms) -> dict:
-    pipeline = [dict(type='LoadImage'), dict(type='LoadPanopticAnnotations'), *transforms,
+def load(root, *transforms, instances='all') -> dict:
+    pipeline = [dict(type='LoadImage'), dict(type='LoadPanopticAnnotations', instances=instances), *transforms,
                 dict(type='PackDenseInputs')]
     dataset = CocoPanopticDataset(ann_file='panoptic.json', img_dir='images', pan_dir='panoptic', data_root=str(root),
                                   pipeline=pipeline)
@@ -73,8 +73,13 @@ def check_consistent(sample, void: int = VOID) -> None:
     panoptic, semantic = sample.gt_panoptic_seg.data[0], sample.gt_sem_seg.data[0]
     assert panoptic.dtype == torch.int64 and sample.gt_instances.masks.dtype == torch.bool
     torch.testing.assert_close(semantic, torch.where(panoptic == void, 255, panoptic % K))
-    for i, (label, mask) in enumerate(zip(sample.gt_instances.labels, sample.gt_instances.masks)):
-        torch.testing.assert_close(mask, panoptic == label + i * K)
+    values = [panoptic[mask].unique() for mask in sample.gt_instances.masks]
+    assert all(len(v) == 1 for v in values)  # each instance is one segment of the panoptic map ...
+    for label, mask, value in zip(sample.gt_instances.labels, sample.gt_instances.masks, values):
+        assert value % K == label
+        torch.testing.assert_close(mask, panoptic == value)  # ... all of it
+    numbers = [v // K for v in panoptic.unique().tolist() if v != void]  # thing instances: 0, 1, ... once each
+    assert sorted(set(numbers)) == list(range(max(numbers) + 1)) and all(numbers.count(j) == 1 for j in numbers if j)
 
 
 def test_coco_panoptic_fixture_gives_the_three_targets(coco_panoptic):
@@ -87,10 +92,15 @@ def test_coco_panoptic_fixture_gives_the_three_targets(coco_panoptic):
     np.testing.assert_array_equal(sample.gt_panoptic_seg.crowd[0].numpy(), crowd)
     semantic = np.where(panoptic == VOID, 255, panoptic % K)  # crowd -> ignore too
     np.testing.assert_array_equal(sample.gt_sem_seg.data[0].numpy(), semantic)
-    assert sample.gt_instances.labels.tolist() == [CAR, CAR]  # the crowd person is no instance
-    assert sample.gt_instances.masks.shape == (2, H, W)
-    assert [int(m.sum()) for m in sample.gt_instances.masks] == [30, 30]
+    # instances: every non-crowd segment (the crowd person is none), or the things alone
+    assert sample.gt_instances.labels.tolist() == [ROAD, CAR, CAR]
+    assert sample.gt_instances.masks.shape == (3, H, W)
+    assert [int(m.sum()) for m in sample.gt_instances.masks] == [6 * W, 30, 30]
     check_consistent(sample)
+    things = load(coco_panoptic, instances='things')['data_samples']
+    assert things.gt_instances.labels.tolist() == [CAR, CAR]
+    torch.testing.assert_close(things.gt_instances.masks, sample.gt_instances.masks[1:])
+    torch.testing.assert_close(things.gt_panoptic_seg.data, sample.gt_panoptic_seg.data)
 
 
 def test_flip_crop_and_pad_move_every_target_with_the_image(coco_panoptic):
@@ -109,8 +119,8 @@ def test_flip_crop_and_pad_move_every_target_with_the_image(coco_panoptic):
             np.testing.assert_array_equal(target[0].numpy()[inside], source[y, x])
             assert (target[0].numpy()[~inside] == VOID).all()  # padding is void
         assert (sample.gt_sem_seg.data[0].numpy()[~inside] == 255).all()
-        # instances numbered again in the crop: only the cars still present
-        present = [c for c in (CAR, CAR + K) if (panoptic[y, x] == c).any()]
+        # instances: only the segments still present
+        present = [c for c in (ROAD, CAR, CAR + K) if (panoptic[y, x] == c).any()]
         assert len(sample.gt_instances.labels) == len(present)
         check_consistent(sample)
 
@@ -157,12 +167,16 @@ def test_camvid_instances_are_the_connected_components_of_its_thing_classes():
     sample = dataset[0]['data_samples']
     labels = semantic_dataset[0]['data_samples'].gt_sem_seg.data[0]
     panoptic, crowd = sample.gt_panoptic_seg.data[0], sample.gt_panoptic_seg.crowd[0]
-    assert len(sample.gt_instances.labels) > 1
-    for label, mask in zip(sample.gt_instances.labels, sample.gt_instances.masks):
-        assert label in things and (labels[mask] == label).all() and mask.sum() >= 64
+    instances = sample.gt_instances
+    is_thing_instance = torch.isin(instances.labels, torch.tensor(things))
+    assert is_thing_instance.sum() > 1
+    for label, mask in zip(instances.labels[is_thing_instance], instances.masks[is_thing_instance]):
+        assert (labels[mask] == label).all() and mask.sum() >= 64
         assert cv2.connectedComponents(mask.numpy().astype(np.uint8), connectivity=8)[0] == 2  # background + one
+    for label, mask in zip(instances.labels[~is_thing_instance], instances.masks[~is_thing_instance]):
+        torch.testing.assert_close(mask, labels == label)  # a stuff class present: one segment, all of it
     is_thing = torch.isin(labels, torch.tensor(things))
-    covered = sample.gt_instances.masks.any(0) | (crowd != 11)
+    covered = instances.masks[is_thing_instance].any(0) | (crowd != 11)
     torch.testing.assert_close(covered, is_thing)  # every thing pixel: an instance or the small-region crowd
     stuff = ~is_thing & (labels != 255)
     torch.testing.assert_close(panoptic[stuff], labels[stuff])  # stuff: label, instance 0
