@@ -20,8 +20,8 @@ from .loading import LoadAnnotations, LoadImage, encode_labels
 from .pad import Pad
 from .panoptic import LoadPanopticAnnotations, panoptic_targets
 from .photometric import PhotoMetricDistortion
-from .resize import RandomResize, Resize
+from .resize import RandomChoiceResize, RandomResize, Resize
 
 __all__ = ['DENSE_FIELDS', 'DenseTransform', 'LoadAnnotations', 'LoadImage', 'LoadPanopticAnnotations',
-           'PackDenseInputs', 'Pad', 'PhotoMetricDistortion', 'RandomCrop', 'RandomFlip', 'RandomResize', 'Resize',
-           'TorchvisionTransform', 'encode_labels', 'panoptic_targets']
+           'PackDenseInputs', 'Pad', 'PhotoMetricDistortion', 'RandomChoiceResize', 'RandomCrop', 'RandomFlip',
+           'RandomResize', 'Resize', 'TorchvisionTransform', 'encode_labels', 'panoptic_targets']
