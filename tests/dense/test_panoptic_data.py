@@ -196,6 +196,8 @@ def test_the_camvid_panoptic_config_piece_scores_its_ground_truth_perfectly():
     from heads.registry import DATASETS, METRICS
     cfg = Config.fromfile(str(Path(__file__).resolve().parents[2] / 'configs/_base_/datasets/camvid_panoptic.py'))
     dataset = DATASETS.build(dict(cfg.val_dataloader.dataset, data_root=str(CAMVID)))
+    stuff = [dataset.metainfo['classes'].index(name) for name in dataset.metainfo['stuff_classes']]
+    assert cfg.stuff_classes == stuff
     metrics = [METRICS.build(m) for m in cfg.val_evaluator]
     for metric in metrics:
         metric.dataset_meta = dataset.metainfo

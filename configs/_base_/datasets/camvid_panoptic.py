@@ -8,6 +8,7 @@
 data_root = '{{$CAMVID_ROOT:data/camvid}}'
 num_classes = 11
 thing_classes = ('Car', 'Pedestrian', 'Bicyclist')
+stuff_classes = [0, 1, 2, 3, 4, 5, 6, 7]  # the other classes' indices, for a mask head's test_cfg (panoptic merging)
 crop_size = (176, 240)
 train_pipeline = [
     dict(type='LoadImage'),
