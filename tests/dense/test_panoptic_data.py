@@ -143,6 +143,19 @@ def test_resize_is_nearest_for_every_target_and_test_pipelines_keep_the_original
     np.testing.assert_array_equal(out['data_samples'].gt_panoptic_seg.data[0].numpy(), panoptic)
 
 
+def test_the_coco_panoptic_config_piece_reads_the_real_layout(coco_panoptic):
+    from mmengine.config import Config
+
+    from heads.registry import DATASETS
+    cfg = Config.fromfile(str(Path(__file__).resolve().parents[2] / 'configs/_base_/datasets/coco_panoptic.py'))
+    (coco_panoptic / 'annotations').mkdir()
+    (coco_panoptic / 'panoptic.json').rename(coco_panoptic / 'annotations' / 'panoptic_val2017.json')
+    (coco_panoptic / 'images').rename(coco_panoptic / 'val2017')
+    (coco_panoptic / 'panoptic').rename(coco_panoptic / 'panoptic_val2017')
+    sample = DATASETS.build(dict(cfg.val_dataloader.dataset, data_root=str(coco_panoptic)))[0]['data_samples']
+    np.testing.assert_array_equal(sample.gt_panoptic_seg.data[0].numpy(), expected_panoptic()[0])
+
+
 def test_bad_annotations_are_named(coco_panoptic):
     data = json.loads((coco_panoptic / 'panoptic.json').read_text())
     data['annotations'][0]['segments_info'].pop(1)  # car_a is in the PNG but no longer listed
