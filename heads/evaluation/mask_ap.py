@@ -23,7 +23,7 @@ def _numpy(value) -> np.ndarray:
 
 
 def _masks(value, name: str, shape=None) -> np.ndarray:
-    """'n h w' bool (probabilities or logits-free scores above 0.5 count as the mask)."""
+    """'n h w' bool masks as they are; other dtypes are probabilities, the mask where > 0.5."""
     masks = _numpy(value)
     if masks.ndim != 3 or (shape is not None and masks.shape[1:] != tuple(shape)):
         raise ValueError(f"{name} masks must be 'n h w'" + (f" with h w = {tuple(shape)}" if shape else '') +
