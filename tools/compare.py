@@ -11,13 +11,14 @@ r"""Compare backbones under one experiment: the same training and evaluation, on
 
 With --backbones the config's model.backbone is replaced by each named zoo backbone (its default taps;
 NAME:{"depth": 4} adds options). With --configs the configs must be identical except model.backbone; the tool
-refuses otherwise and lists the keys that differ. With --heads the configs (one per head) may differ in the
-model and custom_hooks only (data, schedule, optimizer, evaluation and input normalisation identical), and with
---backbones too every head is trained on every backbone (rows 'config+backbone'). Each backbone trains in
-OUT/<name> through mmengine's Runner; a finished backbone is not rerun (its result.json is read back) and an
-interrupted one resumes from its last checkpoint, but only for the same settings: a result records what produced
-it (the resolved config's digest, iterations, seed), and a run made or started with other settings (or whose
-result.json / scalars.json is damaged) is named, moved aside into OUT/<name>/superseded-<k>/ and trained again.
+refuses otherwise and lists the keys that differ. With --heads the configs (one per head) may differ in the model,
+custom_hooks and optim_wrapper.paramwise_cfg.custom_keys only (data, schedule, optimizer, evaluation and input
+normalisation identical), and with --backbones too every head is trained on every backbone (rows 'config+backbone').
+Each backbone trains in OUT/<name> through mmengine's Runner; a finished backbone is not rerun (its result.json is
+read back) and an interrupted one resumes from its last checkpoint, but only for the same settings: a result records
+what produced it (the resolved config's digest, iterations, seed), and a run made or started with other settings (or
+whose result.json / scalars.json is damaged) is named, moved aside into OUT/<name>/superseded-<k>/ and trained
+again.
 Writes OUT/compare.md, OUT/compare.csv and OUT/compare.png (the validation metric against GMACs and
 against forward throughput).
 

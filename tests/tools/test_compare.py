@@ -73,8 +73,10 @@ def test_heads_may_differ_in_the_model_and_hooks_but_not_in_training_or_normalis
     dpt, uper = experiment('vit_tiny_patch16_224', 1e-3), experiment('vit_tiny_patch16_224', 1e-3)
     uper.model.decode_head = dict(type='UPerHead')
     uper.custom_hooks = [dict(type='SomeHook')]
+    uper.optim_wrapper.paramwise_cfg = dict(custom_keys={'query': dict(decay_mult=0.0)})
     compare.check_only_backbones_differ({'dpt': dpt, 'uper': uper}, 'heads')
-    with pytest.raises(ValueError, match=r'except model\.backbone; these keys differ:\n  uper vs dpt: custom_hooks'):
+    with pytest.raises(ValueError, match=r'except model\.backbone; these keys differ:\n  '
+                                         r'uper vs dpt: custom_hooks.0.type, model\.decode_head\.type, optim_wrapper'):
         compare.check_only_backbones_differ({'dpt': dpt, 'uper': uper})  # backbones mode: the head may not differ
     uper.model.data_preprocessor = dict(mean=[0, 0, 0])
     uper.optim_wrapper.optimizer.lr = 2e-3

@@ -43,9 +43,11 @@ SPREAD = ('_std', '_ci95')
 BUSY_SHARE = 0.75
 
 
-#: What compared experiments may differ in: the backbone only, or (``tools/compare.py --heads``) the model and the
-#: hooks its training needs (EoMT's mask annealing); data, schedule, optimizer and evaluation stay identical.
-MAY_DIFFER = {'backbones': ('model.backbone',), 'heads': ('model.', 'custom_hooks')}
+#: What compared experiments may differ in: the backbone only, or (``tools/compare.py --heads``) the model, the
+#: hooks its training needs (EoMT's mask annealing) and the per-parameter optimizer rules keyed by the model's
+#: parameter names (EoMT's queries without weight decay); data, schedule, optimizer and evaluation stay identical.
+MAY_DIFFER = {'backbones': ('model.backbone',),
+              'heads': ('model.', 'custom_hooks', 'optim_wrapper.paramwise_cfg.custom_keys')}
 
 
 def check_only_backbones_differ(configs: dict, vary: str = 'backbones') -> None:
@@ -60,7 +62,8 @@ def check_only_backbones_differ(configs: dict, vary: str = 'backbones') -> None:
         if keys:
             problems.append(f"{name} vs {first_name}: {', '.join(keys)}")
     if problems:
-        what = 'model.backbone' if vary == 'backbones' else 'the model (data preprocessor aside) and custom_hooks'
+        what = 'model.backbone' if vary == 'backbones' else ('the model (data preprocessor aside), custom_hooks and '
+                                                             'optim_wrapper.paramwise_cfg.custom_keys')
         raise ValueError(f"the compared experiments must be identical except {what}; these keys differ:\n  "
                          + "\n  ".join(problems))
 
