@@ -11,7 +11,8 @@ final and every auxiliary layer; 'predict' -> data samples with, at each image's
 
 - 'semantic': ``seg_logits`` (PixelData 'c h w', the class scores) and ``pred_sem_seg`` ('1 h w'), as
   :class:`~heads.models.segmentor.Segmentor` stores them (the scores computed on the padded input, cropped to the
-  image and resized to its original size, as mmseg's Mask2Former does);
+  image and resized to its original size, as mmseg's Mask2Former does; ``test_cfg`` mode 'slide' averages them
+  over overlapping crops);
 - 'instance': ``pred_instances`` (InstanceData: ``masks`` 'k h w' bool, ``labels`` 'k', ``scores`` 'k');
 - 'panoptic': ``pred_panoptic_seg`` (PixelData '1 h w' int64, ``label + instance * INSTANCE_OFFSET``, no segment
   = ``num_classes``), with ``segments_info`` in its metainfo.
@@ -32,6 +33,7 @@ from zoo.core.resize import interpolate
 
 from ..io.labels import IGNORE_INDEX
 from .dense_model import build
+from .inference import slide_inference
 from .mask_inference import instance_results, panoptic_map, semantic_scores
 from .task_model import TaskModel
 
@@ -65,20 +67,30 @@ class MaskClassificationModel(TaskModel):
     ``MaskClassificationLoss`` by default; ``num_classes`` filled in). ``test_cfg``: ``tasks`` (any of 'semantic',
     'instance', 'panoptic'; default ('semantic',)), for instances ``top_k`` (default: the number of queries) and
     ``score_threshold`` (0), for panoptic maps ``object_threshold`` (0.8), ``mask_threshold`` (0.5),
-    ``overlap_threshold`` (0.8) and ``stuff_classes`` (the class indices whose segments merge; default none)."""
+    ``overlap_threshold`` (0.8) and ``stuff_classes`` (the class indices whose segments merge; default none);
+    ``mode`` 'whole' or, for semantic results only, 'slide' (with ``crop_size`` and ``stride``: the class scores
+    averaged over overlapping crops, as :class:`~heads.models.segmentor.Segmentor` slides)."""
 
     def __init__(self, num_classes: int, data_preprocessor=None, loss=None, test_cfg=None, init_cfg=None):
         super().__init__(data_preprocessor=build(data_preprocessor or dict(type='DensePreprocessor')),
                          init_cfg=init_cfg)
         self.num_classes = num_classes
         self.criterion = build({'type': 'MaskClassificationLoss', 'num_classes': num_classes, **(loss or {})})
-        self.test_cfg = {'tasks': ('semantic',), 'top_k': None, 'score_threshold': 0.0, 'object_threshold': 0.8,
-                         'mask_threshold': 0.5, 'overlap_threshold': 0.8, 'stuff_classes': (), **(test_cfg or {})}
+        self.test_cfg = {'mode': 'whole', 'tasks': ('semantic',), 'top_k': None, 'score_threshold': 0.0,
+                         'object_threshold': 0.8, 'mask_threshold': 0.5, 'overlap_threshold': 0.8, 'stuff_classes': (),
+                         **(test_cfg or {})}
         tasks = self.test_cfg['tasks']
         tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
         if not tasks or any(task not in TASKS for task in tasks):
             raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {self.test_cfg['tasks']!r}")
         self.test_cfg['tasks'] = tasks
+        if self.test_cfg['mode'] not in ('whole', 'slide'):
+            raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
+        if self.test_cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in self.test_cfg
+                                                 or 'stride' not in self.test_cfg):
+            raise ValueError(f"test_cfg mode='slide' gives semantic results only and needs crop_size and stride, "
+                             f"e.g. dict(mode='slide', tasks=('semantic',), crop_size=(512, 512), stride=(341, 341)); "
+                             f"got {self.test_cfg}")
 
     @abstractmethod
     def forward_logits(self, inputs: torch.Tensor):
@@ -122,28 +134,49 @@ class MaskClassificationModel(TaskModel):
         masks = [x.to(inputs.device) for x in masks]
         return self.criterion(self.loss_layers(class_logits, mask_logits, aux), labels, masks)
 
+    def semantic_inference(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Class scores 'b c H W' at the input size: mask logits resized to the input, then combined."""
+        class_logits, mask_logits = (x.float() for x in self.forward_logits(inputs)[:2])
+        masks = interpolate(mask_logits, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
+        return torch.stack([semantic_scores(c, m) for c, m in zip(class_logits, masks)])
+
     def predict(self, inputs: torch.Tensor, data_samples):
+        cfg = self.test_cfg
+        if cfg['mode'] == 'slide':
+            scores = slide_inference(self.semantic_inference, inputs, crop=tuple(cfg['crop_size']),
+                                     stride=tuple(cfg['stride']))
+            for image, sample in enumerate(data_samples):
+                self.store_semantic(sample, scores[image], tuple(inputs.shape[-2:]))
+            return data_samples
         class_logits, mask_logits = self.forward_logits(inputs)[:2]
         for image, sample in enumerate(data_samples):
             self.store_predictions(sample, class_logits[image], mask_logits[image], tuple(inputs.shape[-2:]))
         return data_samples
 
+    @staticmethod
+    def store_semantic(sample, scores: torch.Tensor, input_size: tuple[int, int]) -> None:
+        """``seg_logits`` and ``pred_sem_seg`` from the padded input's class scores 'c H W': cropped to the image,
+        resized to its original size."""
+        h, w = sample.metainfo.get('img_shape', input_size)
+        ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
+        scores = scores[None, :, :h, :w]
+        if ori != (h, w):
+            scores = interpolate(scores, size=ori, mode='bilinear', align_corners=False)
+        sample.seg_logits = PixelData(data=scores[0])
+        sample.pred_sem_seg = PixelData(data=scores[0].argmax(dim=0, keepdim=True))
+
     def store_predictions(self, sample, class_logits: torch.Tensor, mask_logits: torch.Tensor,
                           input_size: tuple[int, int]) -> None:
         """One image's results by ``test_cfg`` on its data sample ('q c+1', 'q h w' for the padded input)."""
         cfg = self.test_cfg
-        h, w = sample.metainfo.get('img_shape', input_size)
-        ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
         class_logits, mask_logits = class_logits.float(), mask_logits.float()
         padded = interpolate(mask_logits[None], size=input_size, mode='bilinear', align_corners=False)  # 1 q H W
         if 'semantic' in cfg['tasks']:
-            scores = semantic_scores(class_logits, padded[0])[None, :, :h, :w]
-            if ori != (h, w):
-                scores = interpolate(scores, size=ori, mode='bilinear', align_corners=False)
-            sample.seg_logits = PixelData(data=scores[0])
-            sample.pred_sem_seg = PixelData(data=scores[0].argmax(dim=0, keepdim=True))
+            self.store_semantic(sample, semantic_scores(class_logits, padded[0]), input_size)
         if 'instance' not in cfg['tasks'] and 'panoptic' not in cfg['tasks']:
             return
+        h, w = sample.metainfo.get('img_shape', input_size)
+        ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
         logits = padded[:, :, :h, :w]
         if ori != (h, w):
             logits = interpolate(logits, size=ori, mode='bilinear', align_corners=False)

@@ -157,6 +157,23 @@ def test_panoptic_numbers_things_and_merges_stuff():
     assert panoptic[0, 0].tolist() == [0, 0, INSTANCE_OFFSET, INSTANCE_OFFSET, 2, 2, 2, 2]
 
 
+def test_slide_mode_averages_semantic_scores_over_windows():
+    model = TinyMaskModel(test_cfg=dict(mode='slide', crop_size=(32, 32), stride=(32, 16))).eval()
+    x = torch.randn(1, 3, 32, 64)
+    sample = BaseDataElement(metainfo=dict(img_shape=(32, 60), ori_shape=(32, 60)))
+    with torch.no_grad():
+        model.predict(x, [sample])
+        windows = [model.semantic_inference(x[..., left:left + 32]) for left in (0, 16, 32)]
+    expected = torch.zeros(1, NUM_CLASSES, 32, 64)
+    count = torch.zeros(1, 1, 32, 64)
+    for left, window in zip((0, 16, 32), windows):
+        expected[..., left:left + 32] += window
+        count[..., left:left + 32] += 1
+    torch.testing.assert_close(sample.seg_logits.data, (expected / count)[0, :, :, :60])
+    with pytest.raises(ValueError, match='semantic results only'):
+        TinyMaskModel(test_cfg=dict(mode='slide', tasks=('panoptic',), crop_size=(32, 32), stride=(16, 16)))
+
+
 def test_targets_from_semantic_labels_and_from_instances():
     seg = torch.tensor([[0, 0, 3], [255, 3, 3]], dtype=torch.uint8)
     classes, masks = masks_from_semantic(seg, NUM_CLASSES)
