@@ -13,7 +13,8 @@ final and every auxiliary layer; 'predict' -> data samples with, at each image's
   :class:`~heads.models.segmentor.Segmentor` stores them (the scores computed on the padded input, cropped to the
   image and resized to its original size, as mmseg's Mask2Former does; ``test_cfg`` mode 'slide' averages them
   over overlapping crops);
-- 'instance': ``pred_instances`` (InstanceData: ``masks`` 'k h w' bool, ``labels`` 'k', ``scores`` 'k');
+- 'instance': ``pred_instances`` (InstanceData: ``masks`` 'k h w' bool, ``labels`` 'k', ``scores`` 'k'; no
+  ``stuff_classes``);
 - 'panoptic': ``pred_panoptic_seg`` (PixelData '1 h w' int64, ``label + instance * INSTANCE_OFFSET``, no segment
   = ``num_classes``), with ``segments_info`` in its metainfo.
 
@@ -181,7 +182,8 @@ class MaskClassificationModel(TaskModel):
         if ori != (h, w):
             logits = interpolate(logits, size=ori, mode='bilinear', align_corners=False)
         if 'instance' in cfg['tasks']:
-            masks, labels, scores = instance_results(class_logits, logits[0], cfg['top_k'], cfg['score_threshold'])
+            masks, labels, scores = instance_results(class_logits, logits[0], cfg['top_k'], cfg['score_threshold'],
+                                                     cfg['stuff_classes'])
             sample.pred_instances = InstanceData(masks=masks, labels=labels, scores=scores)
         if 'panoptic' in cfg['tasks']:
             panoptic, segments = panoptic_map(class_logits, logits[0], cfg['object_threshold'],

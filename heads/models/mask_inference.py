@@ -11,6 +11,11 @@ panoptic results, as Mask2Former (detectron2) and EoMT infer them.
   >= ``mask_threshold``), else it is dropped; segments of one stuff class are merged. The map packs
   ``label + instance * INSTANCE_OFFSET`` (things numbered from 0 in query order, stuff instance 0), pixels of no
   segment are ``num_classes``.
+
+Panoptic inference follows detectron2's Mask2Former and transformers' ``EomtImageProcessor`` (its tests compare
+with the latter; a query is kept when its won share is strictly above the threshold, as there).
+``Mask2FormerImageProcessor`` differs: a segment keeps all the pixels it wins, also those below the mask threshold,
+and the share is measured on score-weighted probabilities.
 """
 from __future__ import annotations
 
@@ -26,9 +31,10 @@ def semantic_scores(class_logits: torch.Tensor, mask_logits: torch.Tensor) -> to
 
 
 def instance_results(class_logits: torch.Tensor, mask_logits: torch.Tensor, top_k: int | None = None,
-                     score_threshold: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                     score_threshold: float = 0.0, stuff_classes=()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """'q c+1', 'q h w' -> masks 'k h w' (bool), labels 'k' (int64), scores 'k', best first; ``top_k`` (default:
-    the number of queries) pairs, then those with score >= ``score_threshold``."""
+    the number of queries) pairs, then those with score >= ``score_threshold`` and a class not among
+    ``stuff_classes`` (detectron2 drops stuff from the top-k when it also infers panoptic maps)."""
     q, classes = class_logits.shape[0], class_logits.shape[1] - 1
     probs = class_logits.softmax(-1)[:, :-1].flatten()  # (q c)
     top, index = probs.topk(min(top_k or q, len(probs)))
@@ -39,6 +45,8 @@ def instance_results(class_logits: torch.Tensor, mask_logits: torch.Tensor, top_
     scores = top * mask_score
     order = scores.argsort(descending=True)
     order = order[scores[order] >= score_threshold]
+    if len(stuff_classes):
+        order = order[~torch.isin(labels[order], torch.as_tensor(list(stuff_classes), device=labels.device))]
     return masks[order], labels[order], scores[order]
 
 

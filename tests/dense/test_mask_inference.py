@@ -99,15 +99,19 @@ def test_instances_equal_mask2former_processor():
 
 
 def test_instance_scores_by_hand():
-    class_logits = torch.log(torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]))
+    class_logits = torch.log(torch.tensor([[0.6, 0.3, 0.1], [0.15, 0.25, 0.6]]))
     mask_logits = torch.tensor([[[1.0, -1.0]], [[3.0, 2.0]]])  # '2 1 2'
     masks, labels, scores = instance_results(class_logits, mask_logits, top_k=3)
     s1, s3, s2 = torch.sigmoid(torch.tensor([1.0, 3.0, 2.0]))
-    # pairs: (q0, c0) 0.6 * s1; (q0, c1) 0.3 * s1; (q1, c0) and (q1, c1) 0.2 * (s3 + s2) / 2: the top 3 by class prob
-    expected = torch.tensor([0.6 * s1, 0.3 * s1, 0.2 * (s3 + s2) / 2])
-    torch.testing.assert_close(scores.sort(descending=True).values, expected.sort(descending=True).values,
-                               rtol=1e-5, atol=1e-5)
-    assert masks.shape == (3, 1, 2) and masks[0].tolist() == [[True, False]]
+    # the top 3 (query, class) pairs by class probability: (q0, c0) 0.6, (q0, c1) 0.3, (q1, c1) 0.25; each times
+    # its mask's mean probability inside the mask (q0: pixel 0 only; q1: both pixels)
+    assert labels.tolist() == [0, 1, 1]
+    torch.testing.assert_close(scores, torch.tensor([0.6 * s1, 0.25 * (s3 + s2) / 2, 0.3 * s1]))
+    assert masks.tolist() == [[[True, False]], [[True, True]], [[True, False]]]
+    _, labels, scores = instance_results(class_logits, mask_logits, top_k=3, stuff_classes=[0])
+    assert labels.tolist() == [1, 1]
+    torch.testing.assert_close(scores, torch.stack([0.25 * (s3 + s2) / 2, 0.3 * s1]))
+    assert len(instance_results(class_logits, mask_logits, top_k=3, score_threshold=0.3)[0]) == 1
 
 
 def test_panoptic_map_equals_eomt_processor_through_the_model():
