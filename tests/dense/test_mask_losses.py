@@ -143,6 +143,58 @@ def test_loss_equals_transformers_eomt_loss_layer_by_layer():
         torch.testing.assert_close(ours[f'loss_dice_{i}'], theirs['loss_dice'], rtol=1e-5, atol=1e-6)
 
 
+def semantic_targets(seg):
+    labels = [s.unique() for s in seg]
+    return labels, [(s[None] == lab[:, None, None]).float() for s, lab in zip(seg, labels)]
+
+
+@torch.no_grad()
+def test_loss_equals_transformers_mask2former_model_loss():
+    """The loss of transformers' whole model on a batch (its final and auxiliary predictions; eval mode, so that the
+    forward draws no random numbers) equals ours on its outputs under the same seed."""
+    transformers = pytest.importorskip('transformers')
+    swin = transformers.SwinConfig(image_size=64, embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                                   window_size=4, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
+    config = transformers.Mask2FormerConfig(
+        backbone_config=swin, num_labels=NUM_CLASSES, num_queries=8, hidden_dim=32, mask_feature_size=32,
+        feature_size=32, encoder_layers=1, decoder_layers=3, num_attention_heads=2, dim_feedforward=64,
+        encoder_feedforward_dim=64, train_num_points=POINTS, use_pretrained_backbone=False)
+    model = transformers.Mask2FormerForUniversalSegmentation(config).eval()
+    labels, masks = semantic_targets(torch.randint(0, NUM_CLASSES, (2, 64, 96)))
+    x = torch.randn(2, 3, 64, 96)
+    torch.manual_seed(2)
+    out = model(x, mask_labels=masks, class_labels=labels, output_auxiliary_logits=True)
+    layers = [('', out.class_queries_logits, out.masks_queries_logits)] + [
+        (f'_{i}', aux['class_queries_logits'], aux['masks_queries_logits'])
+        for i, aux in enumerate(out.auxiliary_logits)]
+    torch.manual_seed(2)
+    ours = MaskClassificationLoss(NUM_CLASSES, num_points=POINTS)(layers, labels, masks)
+    assert len(ours) == 3 * len(layers) and len(layers) > 1
+    torch.testing.assert_close(sum(ours.values()), out.loss, rtol=1e-5, atol=1e-5)
+
+
+@torch.no_grad()
+def test_loss_equals_transformers_eomt_model_loss():
+    """EoMT supervises the prediction before each of its last blocks, then the final one: its model's loss equals
+    ours over the same layers in that order (eval mode: every block masked, so the forward draws nothing)."""
+    transformers = pytest.importorskip('transformers')
+    config = transformers.EomtConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, image_size=64,
+                                     patch_size=8, num_blocks=2, num_queries=8, num_labels=NUM_CLASSES,
+                                     train_num_points=POINTS, num_register_tokens=1)
+    model = transformers.EomtForUniversalSegmentation(config).eval()
+    predictions, predict = [], model.predict
+    model.predict = lambda hidden: predictions.append(predict(hidden)) or predictions[-1]  # records each layer's
+    labels, masks = semantic_targets(torch.randint(0, NUM_CLASSES, (2, 64, 64)))
+    x = torch.randn(2, 3, 64, 64)
+    torch.manual_seed(4)
+    out = model(x, mask_labels=masks, class_labels=labels)
+    layers = [(f'_{i}', class_logits, mask_logits) for i, (mask_logits, class_logits) in enumerate(predictions)]
+    assert len(layers) == 3 and torch.equal(layers[-1][1], out.class_queries_logits)
+    torch.manual_seed(4)
+    ours = MaskClassificationLoss(NUM_CLASSES, num_points=POINTS)(layers, labels, masks)
+    torch.testing.assert_close(sum(ours.values()), out.loss, rtol=1e-5, atol=1e-5)
+
+
 def test_loss_without_targets_is_the_no_object_loss_and_backpropagates():
     class_logits = torch.randn(2, 4, NUM_CLASSES + 1, requires_grad=True)
     mask_logits = torch.randn(2, 4, 6, 6, requires_grad=True)
