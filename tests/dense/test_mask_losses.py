@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from heads.losses.mask_classification import MaskClassificationLoss, dice_loss, uncertain_points
-from heads.losses.mask_matching import MaskMatcher, pairwise_dice, pairwise_sigmoid_ce, sample_points
+from heads.losses.mask_matching import MaskMatcher, gather_points, pairwise_dice, pairwise_sigmoid_ce, sample_points
 
 NUM_CLASSES = 5
 POINTS = 300
@@ -56,6 +56,48 @@ def test_sample_points_reads_pixel_centres():
     maps = torch.arange(12.0).view(1, 3, 4)
     centres = torch.tensor([[[0.5 / 4, 0.5 / 3], [3.5 / 4, 2.5 / 3], [1.5 / 4, 1.5 / 3]]])  # (x, y)
     torch.testing.assert_close(sample_points(maps, centres), torch.tensor([[0.0, 11.0, 5.0]]))
+
+
+def test_gather_points_equal_grid_sample_values_and_gradients():
+    """The deterministic path (CUDA under deterministic algorithms) against grid_sample, also at the borders and
+    outside the map (zeros)."""
+    maps = torch.randn(3, 7, 11, requires_grad=True)
+    points = torch.cat([torch.rand(3, 50, 2), torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.02, 0.99],
+                                                            [1.0, 0.0]]).expand(3, -1, -1)], dim=1)
+    ours = gather_points(maps, points)
+    theirs = sample_points(maps, points)  # grid_sample on the CPU
+    torch.testing.assert_close(ours, theirs)
+    weights = torch.randn_like(ours)
+    grad_ours, = torch.autograd.grad((ours * weights).sum(), maps)
+    grad_theirs, = torch.autograd.grad((theirs * weights).sum(), maps)
+    torch.testing.assert_close(grad_ours, grad_theirs)
+
+
+def graph_ops(tensor) -> set[str]:
+    """The names of the backward nodes that ``tensor`` depends on."""
+    seen, stack = {}, [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None and id(node) not in seen:
+            seen[id(node)] = node.name()
+            stack.extend(next_fn for next_fn, _ in node.next_functions)
+    return set(seen.values())
+
+
+def test_sample_points_gathers_under_deterministic_algorithms(monkeypatch):
+    import heads.losses.mask_matching as matching
+    maps, points = torch.randn(2, 5, 5, requires_grad=True), torch.rand(2, 9, 2)
+    assert 'GridSampler2DBackward0' in graph_ops(sample_points(maps, points))
+    monkeypatch.setattr(matching, 'NONDETERMINISTIC_BACKWARD', {'cpu'})  # as CUDA is treated
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        ops = graph_ops(sample_points(maps, points))
+        without_grad = sample_points(maps.detach(), points)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+    assert 'GatherBackward0' in ops and 'GridSampler2DBackward0' not in ops
+    torch.testing.assert_close(without_grad, gather_points(maps, points).detach())
 
 
 def test_matching_prefers_the_query_that_predicts_the_target():
