@@ -32,7 +32,7 @@ from mmengine.structures import InstanceData, PixelData
 
 from zoo.core.resize import interpolate
 
-from ..io.labels import IGNORE_INDEX
+from ..io.labels import IGNORE_INDEX, INSTANCE_OFFSET
 from .dense_model import build
 from .inference import slide_inference
 from .mask_inference import instance_results, panoptic_map, semantic_scores
@@ -85,6 +85,9 @@ class MaskClassificationModel(TaskModel):
         if not tasks or any(task not in TASKS for task in tasks):
             raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {self.test_cfg['tasks']!r}")
         self.test_cfg['tasks'] = tasks
+        if 'panoptic' in tasks and not 0 < num_classes < INSTANCE_OFFSET:
+            raise ValueError(f"panoptic maps pack label + instance * {INSTANCE_OFFSET}, so num_classes must be below "
+                             f"{INSTANCE_OFFSET}, got {num_classes}")
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
         if self.test_cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in self.test_cfg

@@ -18,15 +18,15 @@ class TinyMaskModel(MaskClassificationModel):
     """A real (small) mask classifier: 4x4 patches -> per-query mask logits at H/4 x W/4 and class logits from the
     pooled features; two layers, the first an auxiliary prediction."""
 
-    def __init__(self, queries=6, **kwargs):
-        super().__init__(NUM_CLASSES, **kwargs)
+    def __init__(self, queries=6, num_classes=NUM_CLASSES, **kwargs):
+        super().__init__(num_classes, **kwargs)
         self.patches = nn.Conv2d(3, 16, 4, stride=4)
         self.masks = nn.ModuleList([nn.Conv2d(16, queries, 1), nn.Conv2d(16, queries, 1)])
-        self.classes = nn.ModuleList([nn.Linear(16, queries * (NUM_CLASSES + 1)) for _ in range(2)])
+        self.classes = nn.ModuleList([nn.Linear(16, queries * (num_classes + 1)) for _ in range(2)])
 
     def forward_logits(self, inputs):
         x = self.patches(inputs)
-        layers = [(cls(x.mean((2, 3))).view(len(x), -1, NUM_CLASSES + 1), mask(x))
+        layers = [(cls(x.mean((2, 3))).view(len(x), -1, self.num_classes + 1), mask(x))
                   for cls, mask in zip(self.classes, self.masks)]
         return layers[-1][0], layers[-1][1], layers[:-1]
 
@@ -234,3 +234,5 @@ def test_model_modes_loss_and_predict():
         assert sample.pred_panoptic_seg.data.shape == (1, *seg.shape)
     with pytest.raises(ValueError, match='test_cfg tasks'):
         TinyMaskModel(test_cfg=dict(tasks=('depth',)))
+    with pytest.raises(ValueError, match='num_classes must be below 1000'):
+        TinyMaskModel(num_classes=1000, test_cfg=dict(tasks='panoptic'))
