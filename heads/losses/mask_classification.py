@@ -112,8 +112,7 @@ class MaskClassificationLoss(nn.Module):
             target_points = sample_points(target, points.to(target.device)).to(pred.device)  # m p
         pred_points = sample_points(pred, points)  # m p
         sigmoid_ce = F.binary_cross_entropy_with_logits(pred_points, target_points, reduction='none').mean(1)
-        empty = mask_logits.sum() * 0  # keeps an image batch without targets connected to the graph
-        return sigmoid_ce.sum() / count + empty, dice_loss(pred_points, target_points).sum() / count + empty
+        return sigmoid_ce.sum() / count, dice_loss(pred_points, target_points).sum() / count
 
     def forward(self, layers, labels: list[torch.Tensor], masks: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         self.check_targets(labels, masks)
