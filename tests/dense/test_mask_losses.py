@@ -112,6 +112,16 @@ def test_matching_prefers_the_query_that_predicts_the_target():
     assert dict(zip(cols.tolist(), rows.tolist())) == {0: 3, 1: 1}
 
 
+def test_matching_chooses_queries_with_invalid_costs_last():
+    masks = torch.zeros(1, 8, 8)
+    masks[0, :4] = 1
+    mask_logits = masks[None].expand(1, 3, 8, 8) * 20 - 10  # every query draws the target
+    mask_logits[0, 0] = float('nan')  # query 0 is the best by class but its mask is invalid
+    class_logits = torch.tensor([[[9.0, 0, 0], [0, 0, 0], [0, 0, 0]]])
+    (rows, cols), = MaskMatcher(num_points=50)(class_logits, mask_logits, [torch.tensor([0])], [masks])
+    assert rows.tolist() in ([1], [2]) and cols.tolist() == [0]
+
+
 def test_matching_equals_transformers():
     from transformers.models.mask2former.modeling_mask2former import Mask2FormerHungarianMatcher
     outputs, labels, masks = fixed_batch()
