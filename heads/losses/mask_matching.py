@@ -25,7 +25,7 @@ def sample_points(maps: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     ``grid_sample`` with ``align_corners=False`` and zeros outside) -> 'n p'. Under deterministic algorithms on a
     device whose ``grid_sample`` backward is not deterministic (CUDA), a map that needs a gradient is read by
     :func:`gather_points` instead (same values; ``gather``'s backward is deterministic there)."""
-    if (maps.requires_grad and maps.device.type in NONDETERMINISTIC_BACKWARD
+    if (maps.requires_grad and torch.is_grad_enabled() and maps.device.type in NONDETERMINISTIC_BACKWARD
             and torch.are_deterministic_algorithms_enabled()):
         return gather_points(maps, points)
     grid = (2.0 * points - 1.0).unsqueeze(2).to(maps.dtype)  # n p 1 2
