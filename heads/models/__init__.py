@@ -4,8 +4,9 @@ from .classifier import ImageClassifier
 from .depth_estimator import DepthEstimator
 from .detector import TorchvisionDetector
 from .mae import MAEPretrainer
+from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer',
-           'Segmentor', 'TorchvisionDetector']
+           'MaskClassificationModel', 'Segmentor', 'TorchvisionDetector']
