@@ -93,9 +93,15 @@ class DenseModel(TaskModel):
         maps, prefixes = self.backbone.forward_taps(inputs)
         return self.neck(maps, prefixes)
 
+    @staticmethod
+    def head_input(features: list[torch.Tensor], head: nn.Module):
+        """What ``head`` reads of the neck's maps (deepest first): the finest, or every level finest first for a
+        head with ``reads_levels`` (UperNet's heads)."""
+        return features[::-1] if getattr(head, 'reads_levels', False) else features[-1]
+
     def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:
         """Head output resized to the input size: 'b c H W -> b k H W'."""
-        out = self.decode_head(self.extract_features(inputs)[-1])
+        out = self.head_output(inputs)
         if out.shape[-2:] != inputs.shape[-2:]:
             out = interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
         return out
@@ -107,7 +113,7 @@ class DenseModel(TaskModel):
 
     def head_output(self, inputs: torch.Tensor) -> torch.Tensor:
         """The head's output at its own resolution: 'b c H W -> b k h w'."""
-        return self.decode_head(self.extract_features(inputs)[-1])
+        return self.decode_head(self.head_input(self.extract_features(inputs), self.decode_head))
 
     def inference(self, inputs: torch.Tensor) -> torch.Tensor:
         """The test-time prediction with the configured strategy (at the head's resolution with padding='resize'
