@@ -22,10 +22,12 @@ class FCNHead(nn.Module):
     ``reads_levels``). ``in_index`` 2 is stride 16 of a 4..32 pyramid, as mmseg's UperNet configs."""
     reads_levels = True
 
-    def __init__(self, in_channels: int, num_classes: int, channels: int = 256, num_convs: int = 1,
+    def __init__(self, in_channels: int | list[int], num_classes: int, channels: int = 256, num_convs: int = 1,
                  kernel_size: int = 3, dilation: int = 1, concat_input: bool = False, in_index: int = 2,
                  dropout: float = 0.1, init: str = 'torch'):
         super().__init__()
+        if isinstance(in_channels, (list, tuple)):  # every level's width (finest first): read level in_index's
+            in_channels = list(in_channels)[in_index]
         if num_convs < 0 or (num_convs == 0 and in_channels != channels):
             raise ValueError(f"FCNHead num_convs must be >= 0, and 0 only when in_channels == channels "
                              f"(got num_convs={num_convs}, in_channels={in_channels}, channels={channels})")

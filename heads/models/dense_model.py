@@ -46,7 +46,7 @@ class DenseModel(TaskModel):
         self.backbone = build(backbone)
         neck = dict(type='DPTNeck') if neck is None else neck
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
-        self.decode_head = build(decode_head)
+        self.decode_head = self.build_head(decode_head)
         self.channels_last = channels_last
         self.prepare_convolutional_parts(self.neck, self.decode_head)
         self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
@@ -56,6 +56,13 @@ class DenseModel(TaskModel):
             self.check_tile_cfg()
         if self.test_cfg['padding'] not in ('crop', 'resize'):
             raise ValueError(f"test_cfg padding must be 'crop' or 'resize', got {self.test_cfg['padding']!r}")
+
+    def build_head(self, head):
+        """A head from its config; one that reads every level (UperNet's) and names no ``in_channels`` gets the
+        neck's ``level_channels`` (finest first), so that one config fits any backbone."""
+        if isinstance(head, dict) and head.get('in_channels') is None and hasattr(self.neck, 'level_channels'):
+            head = {**head, 'in_channels': list(self.neck.level_channels)}
+        return build(head)
 
     def check_tile_cfg(self) -> None:
         """test_cfg mode='tile' names ``crop_size`` (h, w), multiples of :attr:`input_multiple`, and ``overlap``."""

@@ -28,7 +28,7 @@ class Segmentor(DenseModel):
     def __init__(self, backbone, decode_head, neck=None, auxiliary_head=None, aux_weight: float = 0.4,
                  loss=None, **kwargs):
         super().__init__(backbone, decode_head, neck, **kwargs)
-        self.auxiliary_head = build(auxiliary_head)
+        self.auxiliary_head = self.build_head(auxiliary_head)
         self.prepare_convolutional_parts(self.auxiliary_head)
         self.aux_weight = aux_weight
         self.loss_fn = build(loss or dict(type='CrossEntropyLoss', ignore_index=IGNORE_INDEX))
