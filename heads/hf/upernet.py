@@ -9,10 +9,9 @@ through :func:`zoo.weights.swin.swin_from_hf` (less ``SwinModel``'s final ``laye
 never applies), the heads through :mod:`heads.layouts.upernet`.
 :func:`heads.hf.dpt.from_pretrained_hf` dispatches here by ``model_type``.
 
-Every field used is checked (:class:`heads.hf.config.HFConfigError` names the file and field); transformers' Swin
-pads each stage map to window multiples before its cyclic shift and never shrinks a window, this project's (timm's)
-shifts then pads and shrinks (and does not shift a map no larger than the window, which transformers' backbone still
-does): they agree where every stage map is a multiple of the window larger than it.
+Every field used is checked (:class:`heads.hf.config.HFConfigError` names the file and field). The Swin is built
+with ``window_layout='mmseg'``: transformers' ``SwinBackbone`` pads each stage map to window multiples before its
+cyclic shift and keeps the built window on any map, as mmseg does, so the two agree at every input size.
 """
 from __future__ import annotations
 
@@ -58,7 +57,7 @@ def swin_fields(config: dict, source) -> dict:
                 in_chans=b.integer('num_channels', 3), embed_dim=embed_dim, depths=depths, num_heads=heads,
                 window=b.integer('window_size', 7), mlp_ratio=b.number('mlp_ratio', 4.0, 0.0625, 64),
                 qkv_bias=b.flag('qkv_bias', True), drop_path_rate=b.number('drop_path_rate', 0.1, 0.0, 1.0),
-                out_indices=[_STAGES.index(f) for f in out_features])
+                out_indices=[_STAGES.index(f) for f in out_features], window_layout='mmseg')
 
 
 def upernet_config_from_hf(config: dict, source='config.json') -> dict:

@@ -2,10 +2,9 @@
 ``heads.from_pretrained_hf``: our Segmentor's ``mode='tensor'`` logits equal its ``logits``; the heads alone equal
 transformers' ``UperNetHead`` / ``UperNetFCNHead`` given the same features.
 
-Sizes: transformers' Swin pads stage maps to window multiples before the shift and never shrinks a window, ours
-(timm's) shifts then pads and shrinks; they agree where every stage map is a multiple of the window no smaller than
-it (:mod:`heads.hf.upernet`; at a map equal to the window transformers' backbone still shifts, ours does not): the
-configured 128 x 128, 192 x 192 and a non-square 128 x 192 (window 2: stage maps 32 ... 4 and 48 ... 6)."""
+Sizes: the configured 128 x 128 (window 4: the last stage map equals the window), 192 x 192 (stage maps not window
+multiples: padded before the shift, as transformers' backbone and mmseg do) and a non-square 100 x 150 (odd maps
+merged with padding)."""
 import json
 
 import pytest
@@ -22,9 +21,9 @@ from ..reference import perturb_
 transformers = pytest.importorskip('transformers')
 upernet = pytest.importorskip('transformers.models.upernet.modeling_upernet')
 
-SWIN = dict(embed_dim=32, depths=[2, 2, 2, 2], num_heads=[1, 2, 2, 4], window_size=2, image_size=128,
+SWIN = dict(embed_dim=32, depths=[2, 2, 2, 2], num_heads=[1, 2, 2, 4], window_size=4, image_size=128,
             out_features=['stage1', 'stage2', 'stage3', 'stage4'])
-SIZES = [(128, 128), (192, 192), (128, 192)]
+SIZES = [(128, 128), (192, 192), (100, 150)]
 
 
 def hf_config(**kwargs):

@@ -42,6 +42,7 @@ MMSEG_RECIPE = [
      "init_cfg checkpoint swin_tiny_patch4_window7_224_20220317-1cdeb081.pth (the official Swin-T ImageNet-1k)"),
     ('model.backbone.out_indices', (0, 1, 2, 3), 'backbone.out_indices (each through norm{i})'),
     ('model.backbone.drop_path_rate', 0.3, 'backbone.drop_path_rate'),
+    ('model.backbone.window_layout', 'mmseg', 'ShiftWindowMSA pads to window multiples, then rolls'),
     ('model.neck.type', 'PyramidLevels', 'no neck: the stage maps go to the heads'),
     ('model.decode_head.type', 'UPerHead', "decode_head.type='UPerHead'"),
     ('model.decode_head.in_channels', [96, 192, 384, 768], 'decode_head.in_channels, in_index=[0, 1, 2, 3]'),

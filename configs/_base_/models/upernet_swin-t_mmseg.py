@@ -3,7 +3,8 @@
 #   Swin-T: embed 96, depths 2/2/6/2, heads 3/6/12/24, window 7, mlp 4, qkv bias, patch norm, no absolute position
 #        table, drop_path 0.3, the four stages tapped, each through its own LayerNorm (mmseg's norm0..norm3),
 #        ImageNet-1k weights (mmseg's swin_tiny_patch4_window7_224_20220317-1cdeb081 = the official Swin-T =
-#        timm's swin_tiny_patch4_window7_224.ms_in1k);
+#        timm's swin_tiny_patch4_window7_224.ms_in1k); mmseg's window layout (each stage map padded to multiples of
+#        7 before the shift, the 7x7 window kept on the 16x16 last map of a 512 crop);
 #   neck: none in mmseg (the stage maps go to the heads as they are: PyramidLevels passes them);
 #   decode head UPerHead: channels 512, pool scales 1/2/3/6, BN (SyncBN across GPUs), dropout 0.1, mmcv init;
 #   auxiliary FCNHead on the stride-16 stage (in_index 2, 384 channels): one 3x3 ConvModule to 256, no concat,
@@ -15,7 +16,7 @@ model = dict(
                            size_divisor=1, pad_val=0, seg_pad_val=255),
     backbone=dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224',
                   pretrained='checkpoints/swin_tiny_patch4_window7_224.ms_in1k.safetensors',
-                  out_indices=(0, 1, 2, 3), drop_path_rate=0.3),
+                  out_indices=(0, 1, 2, 3), drop_path_rate=0.3, window_layout='mmseg'),
     neck=dict(type='PyramidLevels'),
     decode_head=dict(type='UPerHead', in_channels=[96, 192, 384, 768], num_classes=150, channels=512,
                      pool_scales=(1, 2, 3, 6), dropout=0.1, init='mmseg'),
