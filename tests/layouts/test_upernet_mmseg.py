@@ -227,3 +227,14 @@ def test_predict_gives_the_semantic_map_at_the_image_size(size):
         pred = model(x, [sample], mode='predict')[0]
     assert logits.shape == (1, 5, *size)
     assert torch.equal(pred.pred_sem_seg.data, logits[0].argmax(0, keepdim=True))
+
+
+def test_mmsegs_swin_backbone_file_loads_by_format():
+    """mmseg's pretrain files (``swin_tiny_patch4_window7_224_20220317-1cdeb081.pth``) are its Swin layout alone."""
+    import zoo
+    model = tiny_model()
+    backbone = {k[len('backbone.'):]: v for k, v in to_mmseg(model).items() if k.startswith('backbone.')}
+    fresh = tiny_model(seed=1).backbone
+    report = zoo.load_pretrained(fresh, backbone, format='mmseg')
+    assert not (report.missing or report.unexpected or report.mismatched)
+    assert all(torch.equal(v, model.backbone.state_dict()[k]) for k, v in fresh.state_dict().items())
