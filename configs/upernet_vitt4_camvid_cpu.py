@@ -4,8 +4,8 @@
 # The heads take their input widths from the neck, so tools/compare.py can swap the backbone (a hierarchical one's
 # stage maps go to the heads as they are):
 #   python tools/train.py configs/upernet_vitt4_camvid_cpu.py --data-root ../shared/data/camvid
-#   python tools/compare.py configs/upernet_vitt4_camvid_cpu.py --backbones vit_tiny_patch16_224:'{"depth": 4}' \
-#       cvt_13_224 swin_tiny_patch4_window7_224 --seeds 0 1 2
+#   python tools/compare.py --heads --configs configs/dpt_vitt4_camvid_cpu.py configs/upernet_vitt4_camvid_cpu.py \
+#       --backbones vit_tiny_patch16_224:'{"depth": 4}' cvt_13_224 swin_tiny_patch4_window7_224 --seeds 3
 _base_ = ['dpt_vitt4_camvid_cpu.py']
 model = dict(
     neck=dict(_delete_=True, type='PyramidLevels', out_channels=64, out_strides=(4, 8, 16, 32)),

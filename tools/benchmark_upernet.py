@@ -1,7 +1,7 @@
 r"""UperNet Swin-T forward: ours (through ``heads.from_pretrained_hf``) against transformers'
 ``UperNetForSemanticSegmentation`` with the same weights, in the same process.
 
-    OMP_NUM_THREADS=1 python tools/benchmark_upernet.py --size 512 --rounds 5 --threads 1
+    python tools/benchmark_upernet.py --size 512 --rounds 5 --threads 1
 
 Swin-T (embed 96, depths 2/2/6/2, window 7), UPerHead 512 channels, 150 classes, batch 1, fp32, eval; the
 auxiliary head off on both (transformers' forward runs it even in eval; ours only for the loss). Runs interleave
@@ -17,13 +17,12 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def pair(size: int, workdir: Path):
     """transformers' UperNet Swin-T (random weights, saved) and ours loaded from its folder."""
+    import torch
     import transformers
 
     from heads.hf.dpt import from_pretrained_hf
@@ -37,12 +36,17 @@ def pair(size: int, workdir: Path):
     return from_pretrained_hf(workdir), ref
 
 
-def main(argv=None) -> dict:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--size', type=int, default=512, help='square input size (default: %(default)s)')
     parser.add_argument('--rounds', type=int, default=5, help='timed rounds, interleaved (default: %(default)s)')
     parser.add_argument('--threads', type=int, default=None, help='torch intra-op threads (default: torch decides)')
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> dict:
+    args = build_parser().parse_args(argv)
+    import torch
     if args.threads:
         torch.set_num_threads(args.threads)
     from zoo.profiling import interleaved_rounds, median, seconds_of

@@ -99,3 +99,20 @@ def test_the_camvid_cpu_config_builds_and_trains_one_iteration():
     assert {'loss_ce', 'loss_aux'} <= set(log) and all(torch.isfinite(v) for v in log.values())
     changed = {k.split('.')[0] for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
     assert {'backbone', 'neck', 'decode_head', 'auxiliary_head'} <= changed
+
+
+def test_the_camvid_cpu_config_is_the_dpt_one_but_for_the_model_and_fits_any_backbone():
+    """tools/compare.py --heads: data, schedule and evaluation as configs/dpt_vitt4_camvid_cpu.py; each backbone of
+    the grid builds (plain through the simple pyramid, hierarchical as they are), the heads sized from the neck."""
+    import sys
+    sys.path.insert(0, str(CONFIGS.parent / 'tools'))
+    from lab.benchmark.compare import check_only_backbones_differ, head_backbone_grid
+    configs = {name: Config.fromfile(str(CONFIGS / f'{name}.py')) for name in ('dpt_vitt4_camvid_cpu',
+                                                                                 'upernet_vitt4_camvid_cpu')}
+    check_only_backbones_differ(configs, 'heads')
+    grid = head_backbone_grid({'upernet': configs['upernet_vitt4_camvid_cpu']},
+                              ['vit_tiny_patch16_224:{"depth": 4}', 'cvt_13_224', 'swin_tiny_patch4_window7_224'])
+    with torch.device('meta'):
+        widths = {label: heads.MODELS.build(cfg.model).decode_head.in_channels for label, cfg in grid.items()}
+    assert widths == {'upernet+vit_tiny_patch16_224': [64] * 4, 'upernet+cvt_13_224': [64, 192, 384],
+                      'upernet+swin_tiny_patch4_window7_224': [96, 192, 384, 768]}
