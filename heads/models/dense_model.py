@@ -60,7 +60,10 @@ class DenseModel(TaskModel):
     def build_head(self, head):
         """A head from its config; one that reads every level (UperNet's) and names no ``in_channels`` gets the
         neck's ``level_channels`` (finest first), so that one config fits any backbone."""
-        if isinstance(head, dict) and head.get('in_channels') is None and hasattr(self.neck, 'level_channels'):
+        kind = head.get('type') if isinstance(head, dict) else None
+        reads_levels = getattr(kind if isinstance(kind, type) else MODELS.get(kind) if kind else None, 'reads_levels',
+                               False)
+        if reads_levels and head.get('in_channels') is None and hasattr(self.neck, 'level_channels'):
             head = {**head, 'in_channels': list(self.neck.level_channels)}
         return build(head)
 
