@@ -6,8 +6,9 @@ from .detector import TorchvisionDetector
 from .eomt import EoMT
 from .eomt_parts import MaskAnnealingHook
 from .mae import MAEPretrainer
+from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'EoMT', 'ImageClassifier',
-           'MAEPretrainer', 'MaskAnnealingHook', 'Segmentor', 'TorchvisionDetector']
+           'MAEPretrainer', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor', 'TorchvisionDetector']
