@@ -5,7 +5,8 @@ transformers' EoMT is a DINOv2-like ViT (CLS and register tokens, a learned tabl
 GELU or SwiGLU MLPs, q/k/v as three Linears), so it becomes our DINOv2 backbone (``vit_small_patch14_dinov2`` with
 the config's sizes); its q/k/v Linears are fused into one, the SwiGLU ``gate_proj``/``up_proj`` packed into one fc1
 ([gate | value], :class:`zoo.core.Mlp` ``gated``), and the head's parts renamed. ``attn_mask_probs`` (the blocks'
-probabilities of masked attention) is loaded as saved; the loss's ``criterion.empty_weight`` is dropped.
+probabilities of masked attention) is loaded as saved; the loss's ``criterion.empty_weight`` is dropped (the loss
+is built from the config's weights, points and sampling ratios: the same loss, :mod:`heads.losses.mask_classification`).
 
 transformers' model runs only at its configured square ``image_size`` (its position table is not resampled); ours
 resamples the table (bicubic, no antialias, as transformers' DINOv2) to any grid the patches tile.
@@ -98,6 +99,13 @@ def eomt_config_from_hf(config: dict, source='config.json') -> dict:
                     pos_interp='bicubic', pos_antialias=False)
     model = dict(type='EoMT', backbone=backbone, num_classes=len(labels), num_queries=f.integer('num_queries', 200),
                  num_blocks=num_blocks, num_upscale=f.integer('num_upscale_blocks', 2),
+                 loss=dict(class_weight=f.number('class_weight', 2.0, 0.0, 1e6),
+                           mask_weight=f.number('mask_weight', 5.0, 0.0, 1e6),
+                           dice_weight=f.number('dice_weight', 5.0, 0.0, 1e6),
+                           no_object_weight=f.number('no_object_weight', 0.1, 0.0, 1e6),
+                           num_points=f.integer('train_num_points', 12544),
+                           oversample_ratio=f.number('oversample_ratio', 3.0, 1.0, 1e3),
+                           importance_sample_ratio=f.number('importance_sample_ratio', 0.75, 0.0, 1.0)),
                  data_preprocessor=dict(type='DensePreprocessor', mean=IMAGENET_MEAN_255, std=IMAGENET_STD_255,
                                         size_divisor=patch))
     check_literal(model)

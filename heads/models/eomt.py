@@ -35,7 +35,7 @@ from zoo.core.resize import interpolate
 from ..registry import MODELS
 from .dense_model import build
 from .eomt_parts import MaskMLP, UpscaleBlock
-from .task_model import TaskModel
+from .mask_classifier import MaskClassificationModel
 
 
 def eomt_backbone(backbone) -> ViTEncoder:
@@ -56,7 +56,7 @@ def eomt_backbone(backbone) -> ViTEncoder:
 
 
 @MODELS.register_module()
-class EoMT(TaskModel):
+class EoMT(MaskClassificationModel):
     """Encoder-only Mask Transformer (module docstring). ``backbone``: a ZooBackbone config of a plain ViT (or the
     built module, with all its blocks); ``num_classes``: classes without the no-object class; ``num_queries``;
     ``num_blocks``: L, the last blocks the queries run through; ``num_upscale``: upscaling blocks (default
@@ -75,9 +75,8 @@ class EoMT(TaskModel):
                  data_preprocessor=None, loss=None, test_cfg=None, init_cfg=None):
         backbone = eomt_backbone(backbone)
         patch = backbone.patch_size
-        super().__init__(data_preprocessor=build(data_preprocessor or dict(
-            type='DensePreprocessor', size_divisor=patch)), init_cfg=init_cfg)
-        self.num_classes = num_classes
+        super().__init__(num_classes, data_preprocessor=build(data_preprocessor or dict(
+            type='DensePreprocessor', size_divisor=patch)), loss=loss, test_cfg=test_cfg, init_cfg=init_cfg)
         if not 1 <= num_blocks <= backbone.depth:
             raise ValueError(f"num_blocks must be from 1 to the backbone's {backbone.depth} blocks, got {num_blocks}")
         dim, act_layer = backbone.embed_dim, activation_layer(act)
@@ -89,11 +88,6 @@ class EoMT(TaskModel):
         self.mask_mlp = MaskMLP(dim, act_layer)
         self.class_head = nn.Linear(dim, num_classes + 1)
         self.register_buffer('attn_mask_probs', torch.ones(num_blocks))
-
-    def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
-        if mode == 'tensor':
-            return self.forward_logits(inputs)[:2]
-        raise NotImplementedError(f"EoMT mode {mode!r} needs the mask-classification losses (not merged yet)")
 
     def set_mask_probabilities(self, probs) -> None:
         """Each masked block's probability of masked attention (:class:`~.eomt_parts.MaskAnnealingHook`)."""

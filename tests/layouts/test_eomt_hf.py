@@ -4,10 +4,12 @@ same class and mask logits, with the masked attention on, off and drawn per quer
 transformers' EoMT runs only at its configured square size (its position table has a row per patch of that grid and
 is not resampled), so the references are: the configured size of two configs (GELU with registers, SwiGLU without,
 another grid), and a non-square grid by giving transformers' model a position table of that grid (its
-``position_embeddings`` and ``grid_size`` replaced), which ours loads as it is.
+``position_embeddings`` and ``grid_size`` replaced), which ours loads as it is. The training loss (matching and
+point-sampled mask losses over every block's predictions) equals transformers' too.
 """
 import pytest
 import torch
+from mmengine.structures import BaseDataElement, InstanceData
 from torch import nn
 
 import heads
@@ -94,3 +96,27 @@ def test_bad_config_fields_are_named(tmp_path):
         eomt_config_from_hf({**config, 'num_blocks': 9}, 'x/config.json')
     with pytest.raises(HFConfigError, match="'num_attention_heads'"):
         eomt_config_from_hf({**config, 'num_attention_heads': 3}, 'x/config.json')
+
+
+def test_training_loss_equals_transformers(tmp_path):
+    """In training (predictions before every masked block, masks on), the summed loss over the blocks' predictions
+    equals transformers' on the same batch and targets, its random points drawn alike (the same seed)."""
+    reference = reference_model(train_num_points=64)
+    reference.save_pretrained(tmp_path)
+    ours = heads.from_pretrained_hf(tmp_path).train()
+    reference.train()
+    x = torch.randn(2, 3, 32, 32)
+    generator = torch.Generator().manual_seed(3)
+    masks = [torch.rand(n, 32, 32, generator=generator) > 0.6 for n in (2, 3)]
+    labels = [torch.tensor([1, 4]), torch.tensor([0, 2, 2])]
+    samples = [BaseDataElement(gt_instances=InstanceData(labels=lab, masks=m)) for lab, m in zip(labels, masks)]
+    torch.manual_seed(5)
+    expected = reference(pixel_values=x, mask_labels=[m.float() for m in masks], class_labels=labels).loss
+    torch.manual_seed(5)
+    losses = ours(x, samples, mode='loss')
+    assert len(losses) == 3 * (1 + ours.num_blocks)  # cls, mask, dice of each block's prediction and the final one
+    got = sum(losses.values())
+    assert abs(got.item() - expected.item()) <= 1e-4 * abs(expected.item())
+    got.backward()
+    assert ours.query.weight.grad.abs().sum() > 0
+
