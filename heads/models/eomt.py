@@ -105,13 +105,13 @@ class EoMT(MaskClassificationModel):
         for prob, block in zip(self.attn_mask_probs.tolist(), backbone.blocks[start:]):
             mask = None
             if self.training or prob > 0:
-                class_logits, mask_logits = self.predict(x, grid)
+                class_logits, mask_logits = self.predictions(x, grid)
                 aux.append((class_logits, mask_logits))
                 mask = self.attention_mask(mask_logits, grid, prob, x.shape[1])
             x = block(x, grid, mask=mask)
-        return (*self.predict(x, grid), aux)
+        return (*self.predictions(x, grid), aux)
 
-    def predict(self, x: torch.Tensor, grid) -> tuple[torch.Tensor, torch.Tensor]:
+    def predictions(self, x: torch.Tensor, grid) -> tuple[torch.Tensor, torch.Tensor]:
         """Tokens 'b (q + p + h w) d' -> class logits 'b q c+1' and mask logits 'b q H W' (H = s h)."""
         x = self.norm(x)
         queries, patches = x[:, :self.num_queries], x[:, self.num_queries + self.backbone.num_prefix_tokens:]
