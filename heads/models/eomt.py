@@ -12,10 +12,11 @@ them and after the last, masks and classes are predicted from the normed tokens:
   attend everywhere. Block i applies it with probability ``attn_mask_probs[i]`` per query (in training and, as
   transformers' EoMT does, in evaluation: a query draws ``rand > p`` to go unmasked); the probabilities anneal from
   1 to 0 during training (:class:`~.eomt_parts.MaskAnnealingHook`), so that the trained model runs without masks.
-  A block whose probability is 0 is run without prediction and mask in evaluation.
+  A block whose probability is 0 is run without prediction and mask in evaluation (transformers' reuses the previous
+  block's mask there; the schedule, which anneals earlier blocks first, never reaches that state).
 
 Token order: [queries, prefix tokens (CLS, registers), patches], as transformers' ``EomtForUniversalSegmentation``
-(:mod:`heads.hf.eomt` loads its folders with identical outputs). Backbone: any plain ViT of the zoo
+(:mod:`heads.hf.eomt` loads its folders, and EoMT-DINOv3's, with identical outputs). Backbone: any plain ViT of the zoo
 (:class:`zoo.backbones.vit.ViTEncoder`: ViT, DeiT, DINOv2, DINOv3, EVA-02, SigLIP, CLIP, ...) built with all its
 blocks; rotary positions leave the queries unturned, as they do the prefix tokens. A position *bias* (ALiBi) has no
 rows for the queries and is refused.

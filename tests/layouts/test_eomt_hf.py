@@ -1,11 +1,15 @@
-"""EoMT from transformers' ``EomtForUniversalSegmentation`` save_pretrained folders (``heads.from_pretrained_hf``): the
-same class and mask logits, with the masked attention on, off and drawn per query.
+"""EoMT from transformers' ``EomtForUniversalSegmentation`` (and EoMT-DINOv3) save_pretrained folders
+(``heads.from_pretrained_hf``): the same class and mask logits, with the masked attention on, off and drawn per query.
 
 transformers' EoMT runs only at its configured square size (its position table has a row per patch of that grid and
-is not resampled), so the references are: the configured size of two configs (GELU with registers, SwiGLU without,
-another grid), and a non-square grid by giving transformers' model a position table of that grid (its
-``position_embeddings`` and ``grid_size`` replaced), which ours loads as it is. The training loss (matching and
-point-sampled mask losses over every block's predictions) equals transformers' too.
+is not resampled; ``grid_size`` is fixed), so the references are: the configured size of two configs (GELU with
+registers, SwiGLU without, another grid), of EoMT-DINOv3 likewise (rotary positions, q/v biases), and a non-square
+grid by giving transformers' model a position table of that grid (its ``position_embeddings`` and ``grid_size``
+replaced; EoMT-DINOv3 only needs ``grid_size``), which ours loads as it is.
+
+Probabilities are set in the paper's order (earlier blocks anneal first): transformers reuses the previous block's
+mask in a block whose probability is 0 when an earlier one's is not; ours runs that block unmasked. The training
+loss (matching and point-sampled mask losses over every block's predictions) equals transformers' too.
 """
 import pytest
 import torch
@@ -26,10 +30,15 @@ TINY = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, image_si
             num_blocks=2, num_labels=5, layerscale_value=0.5)
 
 
-def reference_model(**overrides):
-    config = transformers.EomtConfig(**{**TINY, **overrides})
+def reference_model(dinov3: bool = False, **overrides):
+    """transformers' EoMT (``dinov3``: EoMT-DINOv3, MLP width 64) of :data:`TINY` sizes, weights perturbed."""
+    if dinov3:
+        config = transformers.EomtDinov3Config(**{**TINY, 'intermediate_size': 64, **overrides})
+        model = transformers.EomtDinov3ForUniversalSegmentation
+    else:
+        config, model = transformers.EomtConfig(**{**TINY, **overrides}), transformers.EomtForUniversalSegmentation
     torch.manual_seed(0)
-    return perturb_(transformers.EomtForUniversalSegmentation(config), 0.05).eval()
+    return perturb_(model(config), 0.05).eval()
 
 
 def assert_same_logits(ours, reference, x, probs=(1.0, 1.0)):
@@ -48,8 +57,10 @@ def assert_same_logits(ours, reference, x, probs=(1.0, 1.0)):
     return masks
 
 
-@pytest.mark.parametrize('overrides', [{}, dict(image_size=48, use_swiglu_ffn=True, num_register_tokens=0,
-                                                num_upscale_blocks=1, num_blocks=3)])
+@pytest.mark.parametrize('overrides', [
+    {}, dict(image_size=48, use_swiglu_ffn=True, num_register_tokens=0, num_upscale_blocks=1, num_blocks=3),
+    dict(dinov3=True),
+    dict(dinov3=True, image_size=48, use_gated_mlp=True, hidden_act='silu', num_register_tokens=2, num_blocks=3)])
 def test_transformers_folder_gives_the_same_logits(overrides, tmp_path):
     reference = reference_model(**overrides)
     reference.save_pretrained(tmp_path)
@@ -80,6 +91,18 @@ def test_non_square_grid_equals_transformers_with_that_grid():
     assert_same_logits(ours, reference, x, (0.0, 0.0))
 
 
+def test_dinov3_non_square_grid_equals_transformers(tmp_path):
+    """EoMT-DINOv3 has no position table (rotary positions from the grid): transformers' runs a 32x48 input once
+    told the grid."""
+    reference = reference_model(dinov3=True)
+    reference.save_pretrained(tmp_path)
+    ours = heads.from_pretrained_hf(tmp_path)
+    reference.grid_size = (8, 12)
+    x = torch.randn(1, 3, 32, 48)
+    assert_same_logits(ours, reference, x)
+    assert_same_logits(ours, reference, x, (0.0, 0.5))  # annealed in block order, as the paper (module doc)
+
+
 def test_other_sizes_run_with_the_table_resampled(tmp_path):
     reference_model().save_pretrained(tmp_path)
     ours = heads.from_pretrained_hf(tmp_path)
@@ -92,10 +115,19 @@ def test_bad_config_fields_are_named(tmp_path):
     config = transformers.EomtConfig(**TINY).to_dict()
     with pytest.raises(HFConfigError, match="'hidden_act'"):
         eomt_config_from_hf({**config, 'hidden_act': 'relu'}, 'x/config.json')
+    with pytest.raises(HFConfigError, match="'hidden_act' must be 'silu' with use_gated_mlp"):
+        eomt_config_from_hf({**transformers.EomtDinov3Config(**TINY, use_gated_mlp=True).to_dict()}, 'x/config.json')
     with pytest.raises(HFConfigError, match="'num_blocks'.*at most num_hidden_layers"):
         eomt_config_from_hf({**config, 'num_blocks': 9}, 'x/config.json')
     with pytest.raises(HFConfigError, match="'num_attention_heads'"):
         eomt_config_from_hf({**config, 'num_attention_heads': 3}, 'x/config.json')
+    dinov3 = transformers.EomtDinov3Config(**TINY).to_dict()
+    with pytest.raises(HFConfigError, match="'key_bias' must be false"):
+        eomt_config_from_hf({**dinov3, 'key_bias': True}, 'x/config.json')
+    with pytest.raises(HFConfigError, match="'pos_embed_jitter' must be null"):
+        eomt_config_from_hf({**dinov3, 'pos_embed_jitter': 0.1}, 'x/config.json')
+    with pytest.raises(HFConfigError, match="not an EoMT config"):
+        eomt_config_from_hf({**config, 'model_type': 'dinov2'}, 'x/config.json')
 
 
 def test_training_loss_equals_transformers(tmp_path):
