@@ -83,5 +83,8 @@ class MaskAnnealingHook(Hook):
 
     def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        if not hasattr(model, 'set_mask_probabilities'):
+            raise TypeError(f"MaskAnnealingHook anneals the masked attention of an EoMT model, but the runner's model "
+                            f"is a {type(model).__name__}: remove the hook from custom_hooks")
         steps = annealing_steps(len(model.attn_mask_probs), runner.max_iters, self.windows)
         model.set_mask_probabilities([mask_probability(runner.iter, start, end, self.power) for start, end in steps])

@@ -1,12 +1,14 @@
 """EoMT over the zoo's plain ViTs: the Block's mask pass-through, the masked attention's mask (hand-worked), the
 annealing schedule (the paper's formula), the families it runs on and those it refuses. Equality with transformers'
 EoMT: tests/layouts/test_eomt_hf.py."""
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 import zoo
 from heads.models.eomt import EoMT
-from heads.models.eomt_parts import annealing_steps, mask_probability
+from heads.models.eomt_parts import MaskAnnealingHook, annealing_steps, mask_probability
 from heads.registry import MODELS
 from zoo.core import Block
 from zoo.core.execution import set_fused_attention
@@ -116,5 +118,7 @@ def test_refuses_what_it_cannot_run():
         tiny(num_blocks=4)
     with pytest.raises(ValueError, match='2 probabilities in \\[0, 1\\]'):
         tiny().set_mask_probabilities([0.5, 1.5])
+    with pytest.raises(TypeError, match='remove the hook'):
+        MaskAnnealingHook().before_train_iter(SimpleNamespace(model=torch.nn.Linear(2, 2), iter=0, max_iters=9), 0)
     assert isinstance(MODELS.build(dict(type='EoMT', backbone=dict(type='ZooBackbone', name='vit_tiny_patch16_224',
                                                                    depth=2), num_classes=2, num_blocks=2)), EoMT)
