@@ -29,6 +29,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from zoo.backbones.dinov2 import DINOv2Backbone
 from zoo.backbones.vit import ViTEncoder
 from zoo.core.layers import activation_layer
 from zoo.core.resize import interpolate
@@ -62,7 +63,9 @@ class EoMT(MaskClassificationModel):
     built module, with all its blocks); ``num_classes``: classes without the no-object class; ``num_queries``;
     ``num_blocks``: L, the last blocks the queries run through; ``num_upscale``: upscaling blocks (default
     max(1, log2(patch) - 2)); ``act``: the activation of the mask MLP and upscaling blocks; ``norm_eps``: the final
-    norm's (default: the backbone's). ``data_preprocessor``, ``loss``, ``test_cfg``:
+    norm's (default: the backbone's); ``backbone_norm``: the final norm is the backbone's own, pretrained with it (a
+    DINOv2 / DINOv3 backbone built with ``tap_norm=True``, which keeps its final norm), as the original EoMT uses its
+    encoder's norm; otherwise EoMT has a new one. ``data_preprocessor``, ``loss``, ``test_cfg``:
     :class:`~heads.models.mask_classifier.MaskClassificationModel`'s (the preprocessor pads to the patch size
     unless given).
 
@@ -73,6 +76,7 @@ class EoMT(MaskClassificationModel):
 
     def __init__(self, backbone, num_classes: int, num_queries: int = 100, num_blocks: int = 4,
                  num_upscale: int | None = None, act: str = 'gelu', norm_eps: float | None = None,
+                 backbone_norm: bool = False,
                  data_preprocessor=None, loss=None, test_cfg=None, init_cfg=None):
         backbone = eomt_backbone(backbone)
         patch = backbone.patch_size
@@ -83,7 +87,12 @@ class EoMT(MaskClassificationModel):
         dim, act_layer = backbone.embed_dim, activation_layer(act)
         self.backbone, self.num_queries, self.num_blocks = backbone, num_queries, num_blocks
         self.query = nn.Embedding(num_queries, dim)
-        self.norm = nn.LayerNorm(dim, eps=backbone.blocks[-1].norm1.eps if norm_eps is None else norm_eps)
+        if backbone_norm and not (isinstance(backbone, DINOv2Backbone) and backbone.tap_norm):
+            raise ValueError(f"backbone_norm=True takes the final norm of a DINOv2 / DINOv3 backbone built with "
+                             f"tap_norm=True, got {type(backbone).__name__}"
+                             f"{' without tap_norm' if isinstance(backbone, DINOv2Backbone) else ''}")
+        self.norm = None if backbone_norm else nn.LayerNorm(
+            dim, eps=backbone.blocks[-1].norm1.eps if norm_eps is None else norm_eps)
         num_upscale = max(1, int(math.log2(patch)) - 2) if num_upscale is None else num_upscale
         self.upscale = nn.Sequential(*(UpscaleBlock(dim, act_layer) for _ in range(num_upscale)))
         self.mask_mlp = MaskMLP(dim, act_layer)
@@ -114,7 +123,7 @@ class EoMT(MaskClassificationModel):
 
     def predictions(self, x: torch.Tensor, grid) -> tuple[torch.Tensor, torch.Tensor]:
         """Tokens 'b (q + p + h w) d' -> class logits 'b q c+1' and mask logits 'b q H W' (H = s h)."""
-        x = self.norm(x)
+        x = (self.backbone.norm if self.norm is None else self.norm)(x)
         queries, patches = x[:, :self.num_queries], x[:, self.num_queries + self.backbone.num_prefix_tokens:]
         pixels = self.upscale(rearrange(patches, 'b (h w) d -> b d h w', h=grid[0], w=grid[1]))
         masks = torch.einsum('bqd,bdhw->bqhw', self.mask_mlp(queries), pixels)

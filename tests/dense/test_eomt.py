@@ -13,7 +13,7 @@ from heads.registry import MODELS
 from zoo.core import Block
 from zoo.core.execution import set_fused_attention
 
-from ..reference import perturb_
+from ..reference import perturb_, save_safetensors
 
 
 @pytest.mark.parametrize('fused', [True, False])
@@ -122,3 +122,26 @@ def test_refuses_what_it_cannot_run():
         MaskAnnealingHook().before_train_iter(SimpleNamespace(model=torch.nn.Linear(2, 2), iter=0, max_iters=9), 0)
     assert isinstance(MODELS.build(dict(type='EoMT', backbone=dict(type='ZooBackbone', name='vit_tiny_patch16_224',
                                                                    depth=2), num_classes=2, num_blocks=2)), EoMT)
+
+
+def test_backbone_norm_is_the_pretrained_final_norm(tmp_path):
+    """backbone_norm=True: the final norm is the DINOv2 backbone's (tap_norm keeps it), loaded from the file."""
+    small = dict(depth=2, embed_dim=64, num_heads=2, img_size=56)
+    torch.manual_seed(0)
+    source = perturb_(zoo.create_classifier('vit_small_patch14_reg4_dinov2', **small), 0.5)
+    path = save_safetensors(source, tmp_path / 'dinov2.safetensors')
+    model = EoMT(dict(type='ZooBackbone', name='vit_small_patch14_reg4_dinov2', tap_norm=True, pretrained=path,
+                      **small), num_classes=3, num_queries=2, num_blocks=1, backbone_norm=True).eval()
+    assert model.norm is None and not any(k.startswith('norm.') for k in model.state_dict())
+    torch.testing.assert_close(model.backbone.norm.weight, source.norm.weight, rtol=0, atol=0)
+    x = torch.randn(1, 3, 56, 56)
+    with torch.no_grad():
+        classes = model(x, mode='tensor')[0]
+        model.backbone.norm.weight.mul_(2.0)  # the norm used is the backbone's
+        assert (model(x, mode='tensor')[0] - classes).abs().max() > 1e-3
+    with pytest.raises(ValueError, match='tap_norm=True, got DINOv2Backbone without tap_norm'):
+        EoMT(dict(type='ZooBackbone', name='vit_small_patch14_reg4_dinov2', **small), num_classes=3, num_blocks=1,
+             backbone_norm=True)
+    with pytest.raises(ValueError, match='got ViTBackbone'):
+        EoMT(dict(type='ZooBackbone', name='vit_tiny_patch16_224', depth=2), num_classes=3, num_blocks=1,
+             backbone_norm=True)
