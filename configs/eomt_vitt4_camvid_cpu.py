@@ -11,7 +11,8 @@ model = dict(
     backbone=dict(type='ZooBackbone', name='vit_tiny_patch16_224', depth=4, drop_path_rate=0.0),
     num_classes={{_base_.num_classes}}, num_queries=50, num_blocks=2,
     loss=dict(num_points=4096),  # of a 176x240 crop's 42240 pixels (the recipe's 12544 are for 640x640)
-    data_preprocessor=dict(type='DensePreprocessor', size_divisor=16),
+    data_preprocessor=dict(type='DensePreprocessor', mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
+                           size_divisor=16, pad_val=0, seg_pad_val=255),  # DPT's, at EoMT's input multiple
     test_cfg=dict(tasks=('semantic',)))
 train_pipeline = [
     dict(type='LoadImage'),

@@ -52,13 +52,14 @@ MAY_DIFFER = {'backbones': ('model.backbone',),
 
 def check_only_backbones_differ(configs: dict, vary: str = 'backbones') -> None:
     """Raise ValueError naming every key outside what ``vary`` allows (:data:`MAY_DIFFER`) that differs from the
-    first config. The model's input normalisation (``model.data_preprocessor``) never may."""
+    first config. The model's input normalisation (``model.data_preprocessor``) never may; its padding multiple
+    (``size_divisor``, what the model's strides need) may when heads differ."""
     (first_name, first), *rest = configs.items()
     allowed = (*MAY_DIFFER[vary], 'work_dir')
     problems = []
     for name, cfg in rest:
-        keys = sorted(k for k in differing_keys(first, cfg)
-                      if not k.startswith(allowed) or k.startswith('model.data_preprocessor'))
+        keys = sorted(k for k in differing_keys(first, cfg) if not k.startswith(allowed) or (
+            k.startswith('model.data_preprocessor') and k != 'model.data_preprocessor.size_divisor'))
         if keys:
             problems.append(f"{name} vs {first_name}: {', '.join(keys)}")
     if problems:
