@@ -4,8 +4,9 @@ from .classifier import ImageClassifier
 from .depth_estimator import DepthEstimator
 from .detector import TorchvisionDetector
 from .mae import MAEPretrainer
+from .mask2former import Mask2Former
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer',
-           'Segmentor', 'TorchvisionDetector']
+           'Mask2Former', 'Segmentor', 'TorchvisionDetector']

@@ -1,0 +1,145 @@
+"""transformers' ``Mask2FormerForUniversalSegmentation`` folders (a Swin backbone) as this project's
+:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits.
+
+:func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
+names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
+the transformer decoder's and the class head's keys (the cross-attention's packed ``in_proj`` split into q, k, v);
+the Swin backbone's keys go through :func:`zoo.weights.swin.swin_from_transformers`.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from zoo.weights.layout_error import CheckpointLayoutError
+from zoo.weights.rename import rename_keys, rules
+
+from .config import HFConfigError, _Fields, check_literal
+from .model_size import check_blocks, check_model_size
+
+PIXEL = 'model.pixel_level_module.decoder.'
+TRANSFORMER = 'model.transformer_module.'
+BACKBONE = 'model.pixel_level_module.encoder.'
+
+HEAD_RULES = rules(r"""
+    ^model\.pixel_level_module\.decoder\.                        -> pixel_decoder.
+    ^pixel_decoder\.input_projections\.                          -> pixel_decoder.input_proj.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn\.           -> pixel_decoder.layers.\1.attn.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn_layer_norm\. -> pixel_decoder.layers.\1.norm1.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.(fc\d)\.               -> pixel_decoder.layers.\1.mlp.\2.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.final_layer_norm\.     -> pixel_decoder.layers.\1.norm2.
+    ^pixel_decoder\.mask_projection\.                             -> pixel_decoder.mask_proj.
+    ^model\.transformer_module\.                                  -> decoder.
+    ^decoder\.queries_embedder\.weight$                           -> decoder.query_pos
+    ^decoder\.queries_features\.weight$                           -> decoder.query_feat
+    ^decoder\.level_embed\.weight$                                -> decoder.level_embed
+    ^decoder\.input_projections\.                                 -> decoder.input_proj.
+    ^decoder\.decoder\.layers\.(\d+)\.self_attn\.([qkv])_proj\.    -> decoder.layers.\1.self_attn.qkv.\2.
+    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn\.out_proj\. -> decoder.layers.\1.\2_attn.proj.
+    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn_layer_norm\. -> decoder.layers.\1.\2_norm.
+    ^decoder\.decoder\.layers\.(\d+)\.(fc\d)\.                     -> decoder.layers.\1.mlp.\2.
+    ^decoder\.decoder\.layers\.(\d+)\.final_layer_norm\.           -> decoder.layers.\1.mlp_norm.
+    ^decoder\.decoder\.layers\.                                    -> decoder.layers.
+    ^decoder\.decoder\.layernorm\.                                 -> decoder.norm.
+    ^class_predictor\.                                             -> decoder.class_head.
+""")
+_ADAPTER = re.compile(r'^pixel_decoder\.(adapter|layer)_(\d+)\.')
+_MASK_MLP = re.compile(r'^decoder\.decoder\.mask_predictor\.mask_embedder\.(\d+)\.0\.')
+_IN_PROJ = re.compile(r'^(decoder\.layers\.\d+\.cross_attn)\.in_proj_(weight|bias)$')
+
+
+def convert_mask2former_head_state(state: dict) -> dict:
+    """transformers' Mask2Former keys (all but the backbone's, ``model.pixel_level_module.encoder.*``) -> ours
+    (``pixel_decoder.*``, ``decoder.*``); the loss's ``criterion.*`` buffers are dropped."""
+    head = {k: v for k, v in state.items() if not k.startswith((BACKBONE, 'criterion.'))}
+    out = {}
+    for key, value in rename_keys(head, HEAD_RULES).items():
+        key = _ADAPTER.sub(lambda m: f"pixel_decoder.{'lateral' if m[1] == 'adapter' else 'output'}."
+                                     f"{int(m[2]) - 1}.", key)
+        key = _MASK_MLP.sub(lambda m: f"decoder.mask_embed.{2 * int(m[1])}.", key)
+        packed = _IN_PROJ.match(key)
+        if packed:  # nn.MultiheadAttention's [q | k | v] rows
+            if value.shape[0] % 3:
+                raise CheckpointLayoutError(key, f"a packed in_proj has 3 * width rows, got {tuple(value.shape)}",
+                                            "Use the checkpoint transformers' save_pretrained wrote")
+            for name, part in zip('qkv', value.chunk(3)):
+                out[f"{packed[1]}.qkv.{name}.{packed[2]}"] = part
+            continue
+        out[key] = value
+    return out
+
+
+def _swin_fields(config: dict, source) -> dict:
+    """The Swin backbone's checked fields, as :func:`zoo.create_backbone` overrides."""
+    inner = config.get('backbone_config')
+    if not isinstance(inner, dict) or inner.get('model_type') != 'swin' or config.get('backbone'):
+        raise HFConfigError(f"{source}: only a Swin backbone (backbone_config with model_type 'swin') is supported, "
+                            f"got {inner.get('model_type') if isinstance(inner, dict) else inner!r}")
+    b = _Fields(inner, f"{source} backbone_config")
+    depths = b.integers('depths', None, 1, 64)
+    heads = b.integers('num_heads', len(depths), 1, 1 << 10)
+    if len(depths) != 4:
+        b.fail('depths', 'a list of 4 stage depths')
+    if b.get('hidden_act', 'gelu') != 'gelu':
+        b.fail('hidden_act', "'gelu'")
+    if b.get('out_features', None) not in (None, ['stage1', 'stage2', 'stage3', 'stage4']):
+        b.fail('out_features', "['stage1', 'stage2', 'stage3', 'stage4'] (Mask2Former reads all four stages)")
+    if b.integer('patch_size', 4) != 4:
+        b.fail('patch_size', '4')
+    embed = b.integer('embed_dim', 96)
+    if any(embed * 2 ** i % h for i, h in enumerate(heads)):
+        b.fail('num_heads', f"divisors of each stage's width (embed_dim {embed} doubling)")
+    return dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', embed_dim=embed, depths=depths,
+                num_heads=heads, window=b.integer('window_size', 7), mlp_ratio=b.number('mlp_ratio', 4.0, 0.25, 64),
+                qkv_bias=b.flag('qkv_bias', True), img_size=b.integer('image_size', 224))
+
+
+def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
+    """Our Mask2Former model config equivalent to a transformers ``Mask2FormerConfig`` dict (fields checked)."""
+    if config.get('model_type') != 'mask2former':
+        raise HFConfigError(f"{source}: not a Mask2Former config (model_type={config.get('model_type')!r})")
+    f = _Fields(config, source)
+    backbone = _swin_fields(config, source)
+    for name, wanted in (('activation_function', 'relu'), ('pre_norm', False)):
+        if config.get(name, wanted) != wanted:
+            f.fail(name, repr(wanted) + " (the post-norm ReLU decoder Mask2Former trains)")
+    if list(f.get('feature_strides', [4, 8, 16, 32])) != [4, 8, 16, 32]:
+        f.fail('feature_strides', '[4, 8, 16, 32] (the Swin stages)')
+    id2label = config.get('id2label') or {}
+    if not isinstance(id2label, dict):
+        f.fail('id2label', 'an object mapping class ids to names')
+    channels, hidden, mask = f.integer('feature_size', 256), f.integer('hidden_dim', 256), \
+        f.integer('mask_feature_size', 256)
+    if channels % 32:
+        f.fail('feature_size', 'a multiple of 32 (GroupNorm(32))')
+    heads = f.integer('num_attention_heads', 8)
+    for name, width in (('feature_size', channels), ('hidden_dim', hidden)):
+        if width % heads or width % 4:
+            f.fail(name, f"a multiple of 4 and of num_attention_heads {heads}")
+    layers = f.integer('decoder_layers', 10)
+    dropout = f.number('dropout', 0.0, 0.0, 0.99)
+    check_blocks(source, {'encoder_layers': f.integer('encoder_layers', 6), 'decoder_layers': layers,
+                          'backbone_config.depths': sum(backbone['depths'])})
+    pixel_decoder = dict(type='Mask2FormerPixelDecoder', channels=channels, mask_channels=mask,
+                         num_layers=f.integer('encoder_layers', 6, minimum=0), num_heads=heads,
+                         ffn_channels=f.integer('encoder_feedforward_dim', 1024),
+                         common_stride=f.integer('common_stride', 4), dropout=dropout)
+    decoder = dict(type='Mask2FormerTransformerDecoder', num_classes=len(id2label) or f.integer('num_labels', 150),
+                   in_channels=channels, channels=hidden, mask_channels=mask,
+                   num_queries=f.integer('num_queries', 100), num_layers=layers - 1, num_heads=heads,
+                   ffn_channels=f.integer('dim_feedforward', 2048),
+                   input_proj=f.flag('enforce_input_projection', False), dropout=dropout)
+    model = dict(type='Mask2Former', backbone=backbone, pixel_decoder=pixel_decoder, decoder=decoder)
+    check_literal(model)
+    check_model_size(model, source, {k: config.get(k) for k in ('feature_size', 'hidden_dim', 'num_queries',
+                                                                'decoder_layers', 'encoder_layers')})
+    return model
+
+
+def load_state(model: torch.nn.Module, state: dict) -> None:
+    """Load a transformers Mask2Former state dict into ``model`` (strict: every key of ours is given)."""
+    from zoo.weights.swin import swin_from_transformers  # the lead's converter (transformers' Swin -> ours)
+    backbone = swin_from_transformers({k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)})
+    ours = {**{f'backbone.{k}': v for k, v in backbone.items()}, **convert_mask2former_head_state(state)}
+    model.load_state_dict(ours, strict=True)

@@ -1,0 +1,63 @@
+"""Mask2Former (Cheng et al. 2022) over any zoo backbone: backbone -> pixel decoder -> masked-attention decoder.
+
+A hierarchical backbone (Swin, CvT, CoAtNet: maps at strides 4..32) feeds the pixel decoder
+(:class:`heads.decode_heads.mask2former_pixel_decoder.Mask2FormerPixelDecoder`) directly; a plain one (one stride,
+ViT/16) goes through ``neck`` first, by default ViTDet's simple feature pyramid to strides 4, 8, 16, 32
+(:class:`heads.necks.SimpleFeaturePyramid`; its extra max-pooled level is not read). The transformer decoder
+(:class:`heads.decode_heads.mask2former_decoder.Mask2FormerTransformerDecoder`) gives class and mask logits per layer.
+
+``forward(inputs, mode='tensor')`` returns (class logits 'b q (c+1)', mask logits 'b q H/4 W/4', aux) as
+transformers' ``class_queries_logits`` / ``masks_queries_logits``; aux lists the earlier layers' (class logits, mask
+logits) pairs, first layer first, for the auxiliary losses.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..decode_heads.mask2former_decoder import Mask2FormerTransformerDecoder  # noqa: F401  (registers it)
+from ..decode_heads.mask2former_pixel_decoder import Mask2FormerPixelDecoder  # noqa: F401  (registers it)
+from ..registry import MODELS
+from .backbone import backbone_description
+from .dense_model import build
+from .task_model import TaskModel
+
+
+@MODELS.register_module()
+class Mask2Former(TaskModel):
+    """Backbone (+ ``neck`` for plain backbones) -> ``pixel_decoder`` -> ``decoder`` (config dicts or modules)."""
+
+    def __init__(self, backbone, pixel_decoder, decoder, neck=None, data_preprocessor=None, init_cfg=None):
+        super().__init__(data_preprocessor=build(data_preprocessor or dict(type='DensePreprocessor')),
+                         init_cfg=init_cfg)
+        self.backbone = build(backbone)
+        described = backbone_description(self.backbone)
+        if neck is None and len(set(described['in_strides'])) == 1:
+            neck = dict(type='SimpleFeaturePyramid', out_strides=(4, 8, 16, 32))
+        if isinstance(neck, dict):
+            neck = MODELS.build({'in_channels': described['in_channels'], 'in_strides': described['in_strides'],
+                                 'out_channels': (pixel_decoder or {}).get('channels', 256), **neck})
+        self.neck = neck
+        levels = {'in_channels': described['in_channels'], 'in_strides': described['in_strides']}
+        if neck is not None:  # the pyramid's levels but its max-pooled last
+            levels = {'in_channels': [neck.out_channels] * (len(neck.out_strides) - 1),
+                      'in_strides': list(neck.out_strides[:-1])}
+        self.pixel_decoder = build({**levels, **pixel_decoder} if isinstance(pixel_decoder, dict) else pixel_decoder)
+        if isinstance(decoder, dict):
+            decoder = {'in_channels': self.pixel_decoder.out_channels, **decoder}
+        self.decoder = build(decoder)
+
+    def backbone_maps(self, inputs: torch.Tensor) -> list[torch.Tensor]:
+        """The maps the pixel decoder reads, finest first."""
+        maps = self.backbone.forward_taps(inputs).maps
+        return maps if self.neck is None else self.neck(maps)[:-1]
+
+    def forward_logits(self, inputs: torch.Tensor):
+        """'b 3 H W' -> (class logits 'b q (c+1)', mask logits 'b q H/4 W/4', aux: the earlier layers' pairs)."""
+        mask_features, levels = self.pixel_decoder(self.backbone_maps(inputs))
+        *aux, (class_logits, mask_logits) = self.decoder(levels, mask_features)
+        return class_logits, mask_logits, aux
+
+    def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
+        if mode == 'tensor':
+            return self.forward_logits(inputs)
+        raise ValueError(f"Mask2Former runs mode='tensor' (class and mask logits); got mode={mode!r}")
