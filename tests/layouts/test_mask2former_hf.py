@@ -1,0 +1,63 @@
+"""Our Mask2Former built from a transformers ``Mask2FormerForUniversalSegmentation`` save_pretrained folder (Swin
+backbone) through ``heads.from_pretrained_hf`` gives transformers' class and mask logits, per layer too.
+
+Every Swin stage's map is larger than the window here: transformers' SwinBackbone always partitions and shifts
+(``always_partition``), where ours (as timm) fits the window to a smaller map and does not shift it."""
+import pytest
+import torch
+
+import heads
+from heads.hf.config import HFConfigError
+from heads.models.mask2former import Mask2Former
+
+from ..reference import perturb_
+
+transformers = pytest.importorskip('transformers')
+
+TINY = dict(feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_feedforward_dim=48, encoder_layers=2,
+            decoder_layers=4, num_attention_heads=2, dim_feedforward=40, num_queries=6, num_labels=3)
+
+
+def save_hf(tmp_path, image_size=128, **overrides):
+    swin = transformers.SwinConfig(embed_dim=16, depths=[2, 1, 2, 1], num_heads=[1, 2, 2, 4], window_size=2,
+                                   image_size=image_size, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
+    config = transformers.Mask2FormerConfig(backbone_config=swin, **{**TINY, **overrides})
+    torch.manual_seed(0)
+    model = perturb_(transformers.Mask2FormerForUniversalSegmentation(config), std=0.1).eval()
+    model.save_pretrained(tmp_path)
+    return model
+
+
+def close(got, expected):
+    assert got.shape == expected.shape
+    scale = expected.abs().max()
+    assert scale > 0 and (got - expected).abs().max() <= 1e-4 * scale
+
+
+@pytest.mark.parametrize('overrides', [{}, dict(enforce_input_projection=True, hidden_dim=64, dim_feedforward=64)])
+def test_logits_equal_transformers_at_the_configured_another_and_a_non_square_size(overrides, tmp_path):
+    hf = save_hf(tmp_path, **overrides)
+    ours = heads.from_pretrained_hf(tmp_path)
+    assert isinstance(ours, Mask2Former)
+    with torch.no_grad():
+        for size in ((128, 128), (192, 192), (128, 256)):
+            x = torch.randn(2, 3, *size)
+            expected = hf(pixel_values=x, output_auxiliary_logits=True)
+            class_logits, mask_logits, aux = ours(x, mode='tensor')
+            assert mask_logits.shape == (2, 6, size[0] // 4, size[1] // 4)
+            close(class_logits, expected.class_queries_logits)
+            close(mask_logits, expected.masks_queries_logits)
+            assert len(aux) == len(expected.auxiliary_logits) == TINY['decoder_layers'] - 1
+            for (cls, masks), ref in zip(aux, expected.auxiliary_logits):
+                close(cls, ref['class_queries_logits'])
+                close(masks, ref['masks_queries_logits'])
+
+
+def test_unsupported_configs_are_refused_naming_the_field(tmp_path):
+    from heads.hf.mask2former import mask2former_config_from_hf
+    config = transformers.Mask2FormerConfig(**TINY).to_dict()
+    for field, value in (('pre_norm', True), ('feature_size', 48), ('activation_function', 'gelu')):
+        with pytest.raises(HFConfigError, match=field):
+            mask2former_config_from_hf({**config, field: value}, 'config.json')
+    with pytest.raises(HFConfigError, match='Swin backbone'):
+        mask2former_config_from_hf({**config, 'backbone_config': {'model_type': 'resnet'}}, 'config.json')
