@@ -5,8 +5,9 @@ from .depth_estimator import DepthEstimator
 from .detector import TorchvisionDetector
 from .mae import MAEPretrainer
 from .mask2former import Mask2Former
+from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer',
-           'Mask2Former', 'Segmentor', 'TorchvisionDetector']
+           'Mask2Former', 'MaskClassificationModel', 'Segmentor', 'TorchvisionDetector']
