@@ -6,9 +6,11 @@ ViT/16) goes through ``neck`` first, by default ViTDet's simple feature pyramid 
 (:class:`heads.necks.SimpleFeaturePyramid`; its extra max-pooled level is not read). The transformer decoder
 (:class:`heads.decode_heads.mask2former_decoder.Mask2FormerTransformerDecoder`) gives class and mask logits per layer.
 
-``forward(inputs, mode='tensor')`` returns (class logits 'b q (c+1)', mask logits 'b q H/4 W/4', aux) as
-transformers' ``class_queries_logits`` / ``masks_queries_logits``; aux lists the earlier layers' (class logits, mask
-logits) pairs, first layer first, for the auxiliary losses.
+A :class:`heads.models.mask_classifier.MaskClassificationModel`: :meth:`Mask2Former.forward_logits` gives (class
+logits 'b q (c+1)', mask logits 'b q H/4 W/4', aux), ``aux`` the earlier layers' (class logits, mask logits) pairs,
+first layer first, for the auxiliary losses; ``mode='tensor'`` returns the first two (transformers'
+``class_queries_logits`` / ``masks_queries_logits``), ``'loss'`` the matched class, mask and dice losses of every
+layer, ``'predict'`` semantic, instance or panoptic results (``test_cfg``).
 """
 from __future__ import annotations
 
@@ -19,15 +21,18 @@ from ..decode_heads.mask2former_pixel_decoder import Mask2FormerPixelDecoder  # 
 from ..registry import MODELS
 from .backbone import backbone_description
 from .dense_model import build
-from .task_model import TaskModel
+from .mask_classifier import MaskClassificationModel
 
 
 @MODELS.register_module()
-class Mask2Former(TaskModel):
-    """Backbone (+ ``neck`` for plain backbones) -> ``pixel_decoder`` -> ``decoder`` (config dicts or modules)."""
+class Mask2Former(MaskClassificationModel):
+    """Backbone (+ ``neck`` for plain backbones) -> ``pixel_decoder`` -> ``decoder`` (config dicts or modules); the
+    number of classes is the decoder's. ``loss`` and ``test_cfg``: :class:`MaskClassificationModel`'s."""
 
-    def __init__(self, backbone, pixel_decoder, decoder, neck=None, data_preprocessor=None, init_cfg=None):
-        super().__init__(data_preprocessor=build(data_preprocessor or dict(type='DensePreprocessor')),
+    def __init__(self, backbone, pixel_decoder, decoder, neck=None, data_preprocessor=None, loss=None,
+                 test_cfg=None, init_cfg=None):
+        num_classes = decoder['num_classes'] if isinstance(decoder, dict) else decoder.class_head.out_features - 1
+        super().__init__(num_classes, data_preprocessor=data_preprocessor, loss=loss, test_cfg=test_cfg,
                          init_cfg=init_cfg)
         self.backbone = build(backbone)
         described = backbone_description(self.backbone)
@@ -56,8 +61,3 @@ class Mask2Former(TaskModel):
         mask_features, levels = self.pixel_decoder(self.backbone_maps(inputs))
         *aux, (class_logits, mask_logits) = self.decoder(levels, mask_features)
         return class_logits, mask_logits, aux
-
-    def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
-        if mode == 'tensor':
-            return self.forward_logits(inputs)
-        raise ValueError(f"Mask2Former runs mode='tensor' (class and mask logits); got mode={mode!r}")

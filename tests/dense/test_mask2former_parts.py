@@ -6,7 +6,7 @@ import torch
 
 from heads.decode_heads import Mask2FormerPixelDecoder, Mask2FormerTransformerDecoder
 from heads.decode_heads.mask2former_decoder import allowed_positions
-from heads.decode_heads.mask2former_deform import MultiScaleDeformableAttention
+from heads.decode_heads.mask2former_deform import MultiScaleDeformableAttention, reference_points
 from heads.hf.mask2former import convert_mask2former_head_state
 
 from ..reference import perturb_
@@ -87,7 +87,6 @@ def test_deformable_attention_reads_the_sampled_points():
         attn.sampling_offsets.weight.zero_()
         attn.sampling_offsets.bias.copy_(torch.tensor([1.0, 0.0]))
         value = torch.randn(1, 3 * 5, 4)
-        from heads.decode_heads.mask2former_deform import reference_points
         out = attn(value, reference_points([(3, 5)], None, value.dtype), value, [(3, 5)])
     grid = value.view(3, 5, 4)
     expected = torch.cat([grid[:, 1:], torch.zeros(3, 1, 4)], 1).reshape(1, 15, 4)

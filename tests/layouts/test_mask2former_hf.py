@@ -43,7 +43,9 @@ def test_logits_equal_transformers_at_the_configured_another_and_a_non_square_si
         for size in ((128, 128), (192, 192), (128, 256)):
             x = torch.randn(2, 3, *size)
             expected = hf(pixel_values=x, output_auxiliary_logits=True)
-            class_logits, mask_logits, aux = ours(x, mode='tensor')
+            class_logits, mask_logits, aux = ours.forward_logits(x)
+            tensor_mode = ours(x, mode='tensor')
+            assert len(tensor_mode) == 2 and torch.equal(tensor_mode[1], mask_logits)
             assert mask_logits.shape == (2, 6, size[0] // 4, size[1] // 4)
             close(class_logits, expected.class_queries_logits)
             close(mask_logits, expected.masks_queries_logits)
@@ -51,6 +53,27 @@ def test_logits_equal_transformers_at_the_configured_another_and_a_non_square_si
             for (cls, masks), ref in zip(aux, expected.auxiliary_logits):
                 close(cls, ref['class_queries_logits'])
                 close(masks, ref['masks_queries_logits'])
+
+
+def test_loss_equals_transformers_on_a_fixed_batch(tmp_path):
+    """The same images and targets, the same seed before each loss (the sampled points): transformers' total loss
+    (final layer and every auxiliary one, weighted) equals the sum of ours."""
+    from mmengine.structures import InstanceData
+    from mmengine.structures.base_data_element import BaseDataElement
+    hf = save_hf(tmp_path, train_num_points=64)
+    ours = heads.from_pretrained_hf(tmp_path)
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 128, 128)
+    labels = [torch.tensor([0, 2]), torch.tensor([1])]
+    masks = [torch.rand(2, 128, 128) > 0.5, torch.rand(1, 128, 128) > 0.7]
+    samples = [BaseDataElement(gt_instances=InstanceData(labels=lab, masks=m)) for lab, m in zip(labels, masks)]
+    torch.manual_seed(2)
+    expected = hf(pixel_values=x, mask_labels=[m.float() for m in masks], class_labels=labels).loss
+    torch.manual_seed(2)
+    losses = ours(x, samples, mode='loss')
+    assert len(losses) == 3 * TINY['decoder_layers']
+    got = sum(losses.values())
+    assert expected > 0 and abs(got - expected) <= 1e-4 * expected
 
 
 def test_unsupported_configs_are_refused_naming_the_field(tmp_path):
