@@ -5,7 +5,8 @@ CvT: ``CvtForImageClassification`` (``cvt.encoder.stages...``, ``layernorm``, ``
 CLIP image towers (the ``vit`` family): ``CLIPVisionModel``, ``CLIPVisionModelWithProjection``, ``CLIPModel``
 (:mod:`.clip`); SigLIP image towers (also ``vit``): ``SiglipVisionModel``, ``SiglipModel`` (:mod:`.siglip`), told
 apart by the keys; AIMv2 image encoders (also ``vit``): ``Aimv2VisionModel`` (:mod:`.aimv2`). DINOv2:
-:mod:`.dinov2`. DINOv3 (``DINOv3ViTModel``): :mod:`.dinov3`.
+:mod:`.dinov2`. DINOv3 (``DINOv3ViTModel``): :mod:`.dinov3`. Swin V1 / V2 (``SwinModel``, ``SwinBackbone``, their V2 and
+classifier kin): :mod:`.swin`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .dinov2 import dinov2_from_hf
 from .dinov3 import dinov3_from_hf
 from .rename import rename_keys, rules
 from .siglip import is_siglip_layout, siglip_from_hf
+from .swin import swin_from_hf
 
 _PROJ = r'convolution_projection_(query|key|value)\.convolution_projection\.'
 _CVT_RULES = [
@@ -53,4 +55,5 @@ def vit_from_hf(state: dict) -> dict:
     return siglip_from_hf(state) if is_siglip_layout(state) else clip_from_hf(state)
 
 
-FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'dinov3': dinov3_from_hf, 'vit': vit_from_hf}
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'dinov3': dinov3_from_hf, 'swin': swin_from_hf,
+           'vit': vit_from_hf}
