@@ -17,6 +17,7 @@ import torch
 from zoo.weights import load_pretrained, read_state_dict
 from zoo.weights.layout_error import CheckpointLayoutError
 from zoo.weights.rename import rename_keys, rules
+from zoo.weights.swin import swin_from_hf
 
 from ..registry import MODELS
 from .config import HFConfigError, _Fields, check_literal
@@ -150,7 +151,6 @@ def convert_mask2former_state(state: dict, backbone: torch.nn.Module) -> dict:
     """A transformers Mask2Former state dict -> ours: the Swin backbone's keys through
     :func:`zoo.weights.swin.swin_from_hf` (its classifier norm, unused by a backbone, dropped), the rest through
     :func:`convert_mask2former_head_state`."""
-    from zoo.weights.swin import swin_from_hf
     swin = swin_from_hf({k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)})
     unused = tuple(getattr(backbone, 'classifier_only', ()))
     return {**{f'backbone.{k}': v for k, v in swin.items() if not k.startswith(unused)},
