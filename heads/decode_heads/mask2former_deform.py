@@ -44,16 +44,19 @@ class MultiScaleDeformableAttention(nn.Module):
                              f"{value.shape[1]} value tokens")
         value = rearrange(self.value_proj(value), 'b n (m d) -> b m d n', m=heads)
         offsets = rearrange(self.sampling_offsets(query), 'b q (m l p t) -> b m l q p t', m=heads, l=levels, t=2)
-        weights = rearrange(self.attention_weights(query), 'b q (m lp) -> b m q lp', m=heads).softmax(-1)
-        weights = rearrange(weights, 'b m q (l p) -> b m l q p', l=levels)
+        weights = self.attention_weights(query).unflatten(-1, (heads, -1)).softmax(-1)  # b q m (l p)
+        weights = rearrange(weights, 'b q m (l p) -> l (b m) p q', l=levels)
         cells = torch.tensor([[w, h] for h, w in shapes], dtype=query.dtype, device=query.device)  # l 2: (x, y)
-        # sampling points in grid_sample's [-1, 1]: 2 (reference + offset / cells) - 1
-        grid = 2 * (reference[:, None] + offsets / cells[:, None, None]) - 1  # b m l q p 2
-        out, start = 0, 0
+        # sampling points in grid_sample's [-1, 1]: 2 (reference + offset / cells) - 1; points before queries, so
+        # that each point's samples are one contiguous 'n d q' slice
+        grid = rearrange(2 * (reference[:, None] + offsets / cells[:, None, None]) - 1, 'b m l q p t -> l (b m) p q t')
+        out, start = None, 0
         for level, (h, w) in enumerate(shapes):
             v = rearrange(value[..., start:start + h * w], 'b m d (h w) -> (b m) d h w', h=h)
             start += h * w
-            sampled = F.grid_sample(v, grid[:, :, level].flatten(0, 1), mode='bilinear', padding_mode='zeros',
-                                    align_corners=False)  # (b m) d q p
-            out = out + (sampled * weights[:, :, level].flatten(0, 1)[:, None]).sum(-1)  # (b m) d q
+            sampled = F.grid_sample(v, grid[level], mode='bilinear', padding_mode='zeros',
+                                    align_corners=False)  # (b m) d p q
+            for point in range(sampled.shape[2]):  # out += sample * weight, one fused pass per point
+                term = sampled[:, :, point], weights[level][:, None, point]
+                out = term[0] * term[1] if out is None else out.addcmul_(*term)
         return self.output_proj(rearrange(out, '(b m) d q -> b q (m d)', m=heads))
