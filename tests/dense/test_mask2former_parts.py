@@ -91,3 +91,12 @@ def test_deformable_attention_reads_the_sampled_points():
     grid = value.view(3, 5, 4)
     expected = torch.cat([grid[:, 1:], torch.zeros(3, 1, 4)], 1).reshape(1, 15, 4)
     torch.testing.assert_close(out, expected)
+
+
+def test_separate_inputs_qkv_names_the_layout_it_takes():
+    from zoo.core import SeparateInputsQKV
+    qkv = SeparateInputsQKV(8, num_queries=2)
+    q, k, v = qkv(torch.randn(1, 2 + 3 + 3, 8))
+    assert q.shape == (1, 2, 8) and k.shape == v.shape == (1, 3, 8)
+    with pytest.raises(ValueError, match='queries, then the keys, then as many values'):
+        qkv(torch.randn(1, 2 + 3 + 2, 8))
