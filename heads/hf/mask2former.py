@@ -1,5 +1,8 @@
 """transformers' ``Mask2FormerForUniversalSegmentation`` folders (a Swin backbone) as this project's
-:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits.
+:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits wherever every Swin stage map is
+a multiple of the window and larger than it (e.g. 448 with window 7): transformers' Swin pads to the window before
+the shifted windows' roll and never shrinks a window, ours (as timm) rolls, then pads, and fits the window to smaller
+maps.
 
 :func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
 names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
@@ -90,6 +93,10 @@ def _swin_fields(config: dict, source) -> dict:
         b.fail('out_features', "['stage1', 'stage2', 'stage3', 'stage4'] (Mask2Former reads all four stages)")
     if b.integer('patch_size', 4) != 4:
         b.fail('patch_size', '4')
+    if b.flag('use_absolute_embeddings', False):
+        b.fail('use_absolute_embeddings', 'false (Swin without an absolute position table)')
+    if b.number('layer_norm_eps', 1e-5, 0.0, 1.0) != 1e-5:
+        b.fail('layer_norm_eps', "1e-05 (our Swin's LayerNorms)")
     embed = b.integer('embed_dim', 96)
     if any(embed * 2 ** i % h for i, h in enumerate(heads)):
         b.fail('num_heads', f"divisors of each stage's width (embed_dim {embed} doubling)")

@@ -38,9 +38,10 @@ class Mask2Former(MaskClassificationModel):
         described = backbone_description(self.backbone)
         if neck is None and len(set(described['in_strides'])) == 1:
             neck = dict(type='SimpleFeaturePyramid', out_strides=(4, 8, 16, 32))
-        if isinstance(neck, dict):
+        if isinstance(neck, dict):  # the pyramid as wide as the pixel decoder (256 unless its config says)
+            width = pixel_decoder.get('channels', 256) if isinstance(pixel_decoder, dict) else 256
             neck = MODELS.build({'in_channels': described['in_channels'], 'in_strides': described['in_strides'],
-                                 'out_channels': (pixel_decoder or {}).get('channels', 256), **neck})
+                                 'out_channels': width, **neck})
         self.neck = neck
         levels = {'in_channels': described['in_channels'], 'in_strides': described['in_strides']}
         if neck is not None:  # the pyramid's levels but its max-pooled last
