@@ -82,5 +82,8 @@ def test_unsupported_configs_are_refused_naming_the_field(tmp_path):
     for field, value in (('pre_norm', True), ('feature_size', 48), ('activation_function', 'gelu')):
         with pytest.raises(HFConfigError, match=field):
             mask2former_config_from_hf({**config, field: value}, 'config.json')
+    swin = config['backbone_config']
+    with pytest.raises(HFConfigError, match='use_absolute_embeddings'):
+        mask2former_config_from_hf({**config, 'backbone_config': {**swin, 'use_absolute_embeddings': True}})
     with pytest.raises(HFConfigError, match='Swin backbone'):
         mask2former_config_from_hf({**config, 'backbone_config': {'model_type': 'resnet'}}, 'config.json')
