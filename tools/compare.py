@@ -6,14 +6,19 @@ r"""Compare backbones under one experiment: the same training and evaluation, on
     python tools/compare.py configs/quickstart.py --backbones vit_tiny_patch16_224 cvt_13_224 --quick   # a first try
     python tools/compare.py configs/dpt_vitt4_camvid_cpu.py --backbones vit_tiny_patch16_224 cvt_13_224 \
         --seeds 3 --budget flops:20 --out results/camvid_seeds   # 3 seeds each, equal training FLOPs
+    python tools/compare.py --heads --configs configs/dpt_vitt4_camvid_cpu.py configs/eomt_vitt4_camvid_cpu.py \
+        --backbones vit_tiny_patch16_224 deit_tiny_patch16_224 --seeds 3   # heads x backbones, one table
 
 With --backbones the config's model.backbone is replaced by each named zoo backbone (its default taps;
 NAME:{"depth": 4} adds options). With --configs the configs must be identical except model.backbone; the tool
-refuses otherwise and lists the keys that differ. Each backbone trains in OUT/<name> through mmengine's Runner; a
-finished backbone is not rerun (its result.json is read back) and an interrupted one resumes from its last
-checkpoint, but only for the same settings: a result records what produced it (the resolved config's digest,
-iterations, seed), and a run made or started with other settings (or whose result.json / scalars.json is damaged)
-is named, moved aside into OUT/<name>/superseded-<k>/ and trained again.
+refuses otherwise and lists the keys that differ. With --heads the configs (one per head) may differ in the model,
+custom_hooks and optim_wrapper.paramwise_cfg.custom_keys only (data, schedule, optimizer, evaluation and input
+normalisation identical), and with --backbones too every head is trained on every backbone (rows 'config+backbone').
+Each backbone trains in OUT/<name> through mmengine's Runner; a finished backbone is not rerun (its result.json is
+read back) and an interrupted one resumes from its last checkpoint, but only for the same settings: a result records
+what produced it (the resolved config's digest, iterations, seed), and a run made or started with other settings (or
+whose result.json / scalars.json is damaged) is named, moved aside into OUT/<name>/superseded-<k>/ and trained
+again.
 Writes OUT/compare.md, OUT/compare.csv and OUT/compare.png (the validation metric against GMACs and
 against forward throughput).
 
@@ -52,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--backbones', nargs='+', metavar='NAME',
                         help='zoo names (python tools/list_models.py), optionally NAME:{"option": value}')
     parser.add_argument('--configs', nargs='+', metavar='CONFIG', help='experiments identical except model.backbone')
+    parser.add_argument('--heads', action='store_true',
+                        help='compare heads: --configs may differ in the model (and custom_hooks); with --backbones '
+                             'each config is trained on each backbone')
     parser.add_argument('--out', default='results/compare', help='output folder (one work dir per backbone)')
     parser.add_argument('--data-root', help="override every dataset's data_root")
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, metavar='KEY=VALUE', default=None,
@@ -71,14 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> list[dict]:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if bool(args.backbones) == bool(args.configs) or (args.backbones and not args.config):
-        parser.error('give CONFIG --backbones NAME ..., or --configs CONFIG CONFIG ...')
+    grid = args.heads and args.configs and args.backbones
+    if not grid and (bool(args.backbones) == bool(args.configs) or (args.backbones and not args.config)):
+        parser.error('give CONFIG --backbones NAME ..., or --configs CONFIG CONFIG ... (with --heads, optionally '
+                     '--backbones NAME ... too)')
+    if args.config and args.configs:
+        parser.error('give either CONFIG or --configs, not both')
     from tqdm import tqdm
 
     from lab.benchmark.budget import parse_budget
     from lab.benchmark.compare import (
         backbone_configs,
         check_only_backbones_differ,
+        head_backbone_grid,
         metric_names,
         plot,
         quick,
@@ -92,11 +105,13 @@ def main(argv=None) -> list[dict]:
         parser.error(str(error))
     from heads.engine.launch import load_config
     load = lambda path: load_config(path, args.cfg_options, None, args.data_root)  # noqa: E731
-    if args.backbones:
+    if args.backbones and not grid:
         configs = backbone_configs(load(args.config), args.backbones)
     else:
         configs = {Path(p).stem: load(p) for p in args.configs}
-        check_only_backbones_differ(configs)
+        check_only_backbones_differ(configs, 'heads' if args.heads else 'backbones')
+        if grid:
+            configs = head_backbone_grid(configs, args.backbones)
     if args.quick:
         for cfg in configs.values():
             quick(cfg, QUICK_ITERS, QUICK_VAL_SAMPLES)

@@ -7,8 +7,10 @@ work outside a Runner without a default scope.
 from .ade20k import ADE20K_CLASSES, ADE20K_PALETTE, ADE20KDataset
 from .base import DenseDataset, build_pipeline
 from .camvid import CAMVID_CLASSES, CAMVID_PALETTE, CamVidDataset
+from .camvid_panoptic import CAMVID_THING_CLASSES, CamVidPanopticDataset
 from .coco import CocoSegDataset, render_semantic_map
 from .coco_detection import CocoDetectionDataset
+from .coco_panoptic import CocoPanopticDataset
 from .folder import FolderSegDataset
 from .image_folder import ImageFolderDataset
 from .rgbd import RGBDDepthDataset, RGBDFolderDataset
@@ -16,7 +18,8 @@ from .samplers import RepeatAugSampler
 from .synthetic import SYNTHETIC_CLASSES, SYNTHETIC_PALETTE, SyntheticScenes, render_scene
 
 __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES', 'CAMVID_PALETTE',
-           'CamVidDataset', 'CocoDetectionDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset',
+           'CAMVID_THING_CLASSES', 'CamVidDataset', 'CamVidPanopticDataset', 'CocoDetectionDataset',
+           'CocoPanopticDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset',
            'ImageFolderDataset', 'RGBDDepthDataset', 'RGBDFolderDataset', 'RepeatAugSampler',
            'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
            'render_semantic_map']

@@ -50,13 +50,21 @@ class CocoDetectionMetric(BaseMetric):
         ground_truth = load_coco(self.ann_file or self.dataset_meta['ann_file'])
         metrics = {}
         for iou_type in self.iou_types:
-            stats = np.zeros(len(STAT_NAMES))
-            if results:  # COCO.loadRes refuses an empty list
-                with contextlib.redirect_stdout(io.StringIO()):
-                    evaluation = COCOeval(ground_truth, ground_truth.loadRes(results), iou_type)
-                    evaluation.evaluate()
-                    evaluation.accumulate()
-                    evaluation.summarize()
-                stats = np.maximum(evaluation.stats[:len(STAT_NAMES)], 0)  # -1 = no ground truth of that size
-            metrics.update({f'{iou_type}_{name}': float(value) for name, value in zip(STAT_NAMES, stats)})
+            metrics.update(coco_average_precision(ground_truth, results, iou_type))
         return metrics
+
+
+def coco_average_precision(ground_truth, results: list[dict], iou_type: str, cat_ids=None) -> dict:
+    """``{iou_type}_mAP``, ``_mAP_50``, ``_mAP_75``, ``_mAP_s/m/l`` of COCO ``results`` against the COCO index
+    ``ground_truth`` (COCOeval; fractions in [0, 1], 0 where COCOeval gives -1), over ``cat_ids`` (default all)."""
+    stats = np.zeros(len(STAT_NAMES))
+    if results:  # COCO.loadRes refuses an empty list
+        with contextlib.redirect_stdout(io.StringIO()):
+            evaluation = COCOeval(ground_truth, ground_truth.loadRes(results), iou_type)
+            if cat_ids is not None:
+                evaluation.params.catIds = list(cat_ids)
+            evaluation.evaluate()
+            evaluation.accumulate()
+            evaluation.summarize()
+        stats = np.maximum(evaluation.stats[:len(STAT_NAMES)], 0)  # -1 = no ground truth of that size
+    return {f'{iou_type}_{name}': float(value) for name, value in zip(STAT_NAMES, stats)}

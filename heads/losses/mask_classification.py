@@ -103,20 +103,32 @@ class MaskClassificationLoss(nn.Module):
 
     def mask_losses(self, mask_logits: torch.Tensor, masks: list[torch.Tensor], matches, count: torch.Tensor):
         """Point-sampled sigmoid-CE and dice of matched masks, each summed and divided by ``count``."""
-        pred = torch.cat([mask_logits[image, rows.to(mask_logits.device)] for image, (rows, _) in
-                          enumerate(matches)]).float()  # m h w
-        target = torch.cat([masks[image][cols.to(masks[image].device)] for image, (_, cols) in
-                            enumerate(matches)]).float()  # m H W
+        images = torch.cat([torch.full_like(rows, image) for image, (rows, _) in enumerate(matches)])
+        queries = torch.cat([rows for rows, _ in matches])
+        pred = mask_logits[images.to(mask_logits.device), queries.to(mask_logits.device)].float()  # m h w
         with torch.no_grad():
             points = uncertain_points(pred, self.num_points, self.oversample_ratio, self.importance_sample_ratio)
-            target_points = sample_points(target, points.to(target.device)).to(pred.device)  # m p
+            target_points = torch.cat(list(self.target_values(masks, matches, points))).to(pred.device)  # m p
         pred_points = sample_points(pred, points)  # m p
         sigmoid_ce = F.binary_cross_entropy_with_logits(pred_points, target_points, reduction='none').mean(1)
-        empty = mask_logits.sum() * 0  # keeps an image batch without targets connected to the graph
-        return sigmoid_ce.sum() / count + empty, dice_loss(pred_points, target_points).sum() / count + empty
+        return sigmoid_ce.sum() / count, dice_loss(pred_points, target_points).sum() / count
+
+    @staticmethod
+    def target_values(masks: list[torch.Tensor], matches, points: torch.Tensor):
+        """Per image the matched target masks' values 'k p' at their points (``points`` 'm p 2' in match order),
+        read from the image's 'n H W' masks in place (each target gets its points; no copy of the masks)."""
+        start = 0
+        for image, (_, cols) in enumerate(matches):
+            target = masks[image]
+            cols = cols.to(target.device)
+            per_target = points.new_zeros(len(target), points.shape[1], 2).to(target.device)  # n p 2
+            per_target[cols] = points[start:start + len(cols)].to(target.device)
+            start += len(cols)
+            yield sample_points(target, per_target)[cols]
 
     def forward(self, layers, labels: list[torch.Tensor], masks: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         self.check_targets(labels, masks)
+        masks = [m.float() for m in masks]  # once for every layer (the matcher and the mask losses read them)
         device = layers[0][1].device
         count = count_masks(labels, device)
         losses = {}

@@ -17,12 +17,36 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.core.resize import NONDETERMINISTIC_BACKWARD
+
 
 def sample_points(maps: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
     """Bilinear values of ``maps`` 'n h w' at ``points`` 'n p 2' ((x, y) in [0, 1], pixel-area convention,
-    ``grid_sample`` with ``align_corners=False``) -> 'n p'."""
+    ``grid_sample`` with ``align_corners=False`` and zeros outside) -> 'n p'. Under deterministic algorithms on a
+    device whose ``grid_sample`` backward is not deterministic (CUDA), a map that needs a gradient is read by
+    :func:`gather_points` instead (same values; ``gather``'s backward is deterministic there)."""
+    if (maps.requires_grad and torch.is_grad_enabled() and maps.device.type in NONDETERMINISTIC_BACKWARD
+            and torch.are_deterministic_algorithms_enabled()):
+        return gather_points(maps, points)
     grid = (2.0 * points - 1.0).unsqueeze(2).to(maps.dtype)  # n p 1 2
     return F.grid_sample(maps.unsqueeze(1), grid, align_corners=False).squeeze(3).squeeze(1)
+
+
+def gather_points(maps: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+    """:func:`sample_points` by gathering the four neighbouring pixels: 'n h w', 'n p 2' -> 'n p'."""
+    n, h, w = maps.shape
+    x = points[..., 0].to(maps.dtype) * w - 0.5  # n p, pixel coordinates (pixel centres at integers)
+    y = points[..., 1].to(maps.dtype) * h - 0.5
+    x0, y0 = x.floor(), y.floor()
+    flat = maps.reshape(n, h * w)
+    out = maps.new_zeros(points.shape[:2])
+    for xi in (x0, x0 + 1):
+        for yi in (y0, y0 + 1):
+            weight = (1 - (x - xi).abs()) * (1 - (y - yi).abs())
+            inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+            index = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).long()
+            out = out + flat.gather(1, index) * weight * inside
+    return out
 
 
 def pairwise_sigmoid_ce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

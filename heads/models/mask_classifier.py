@@ -13,14 +13,18 @@ final and every auxiliary layer; 'predict' -> data samples with, at each image's
   :class:`~heads.models.segmentor.Segmentor` stores them (the scores computed on the padded input, cropped to the
   image and resized to its original size, as mmseg's Mask2Former does; ``test_cfg`` mode 'slide' averages them
   over overlapping crops);
-- 'instance': ``pred_instances`` (InstanceData: ``masks`` 'k h w' bool, ``labels`` 'k', ``scores`` 'k');
+- 'instance': ``pred_instances`` (InstanceData: ``masks`` 'k h w' bool, ``labels`` 'k', ``scores`` 'k'; no
+  ``stuff_classes``);
 - 'panoptic': ``pred_panoptic_seg`` (PixelData '1 h w' int64, ``label + instance * INSTANCE_OFFSET``, no segment
   = ``num_classes``), with ``segments_info`` in its metainfo.
 
 For instance and panoptic results the mask logits are resized to the padded input, cropped and resized to the
-original size first (detectron2 and transformers' EoMT processor). Targets per sample: ``gt_instances``
-(InstanceData with ``labels`` 'n' and ``masks`` 'n h w') when present, else one mask per class present in
-``gt_sem_seg`` (255 excluded), as mmseg's Mask2Former derives them; both padded (zeros) to the batch's input size.
+original size first (detectron2 and transformers' EoMT processor), only those of the queries each result uses (the
+top-k pairs' queries, the confident queries), so that memory stays small for large images.
+
+Targets per sample: ``gt_instances`` (InstanceData with ``labels`` 'n' and ``masks`` 'n h w') when present, else
+one mask per class present in ``gt_sem_seg`` (255 excluded), as mmseg's Mask2Former derives them; both padded
+(zeros) to the batch's input size.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from mmengine.structures import InstanceData, PixelData
 
 from zoo.core.resize import interpolate
 
-from ..io.labels import IGNORE_INDEX
+from ..io.labels import IGNORE_INDEX, INSTANCE_OFFSET
 from .dense_model import build
 from .inference import slide_inference
 from .mask_inference import instance_results, panoptic_map, semantic_scores
@@ -84,6 +88,9 @@ class MaskClassificationModel(TaskModel):
         if not tasks or any(task not in TASKS for task in tasks):
             raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {self.test_cfg['tasks']!r}")
         self.test_cfg['tasks'] = tasks
+        if 'panoptic' in tasks and not 0 < num_classes < INSTANCE_OFFSET:
+            raise ValueError(f"panoptic maps pack label + instance * {INSTANCE_OFFSET}, so num_classes must be below "
+                             f"{INSTANCE_OFFSET}, got {num_classes}")
         if self.test_cfg['mode'] not in ('whole', 'slide'):
             raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
         if self.test_cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in self.test_cfg
@@ -170,20 +177,23 @@ class MaskClassificationModel(TaskModel):
         """One image's results by ``test_cfg`` on its data sample ('q c+1', 'q h w' for the padded input)."""
         cfg = self.test_cfg
         class_logits, mask_logits = class_logits.float(), mask_logits.float()
-        padded = interpolate(mask_logits[None], size=input_size, mode='bilinear', align_corners=False)  # 1 q H W
         if 'semantic' in cfg['tasks']:
-            self.store_semantic(sample, semantic_scores(class_logits, padded[0]), input_size)
-        if 'instance' not in cfg['tasks'] and 'panoptic' not in cfg['tasks']:
-            return
+            padded = interpolate(mask_logits[None], size=input_size, mode='bilinear', align_corners=False)[0]
+            self.store_semantic(sample, semantic_scores(class_logits, padded), input_size)
         h, w = sample.metainfo.get('img_shape', input_size)
         ori = tuple(sample.metainfo.get('ori_shape', (h, w)))
-        logits = padded[:, :, :h, :w]
-        if ori != (h, w):
-            logits = interpolate(logits, size=ori, mode='bilinear', align_corners=False)
+
+        def to_image(logits: torch.Tensor) -> torch.Tensor:
+            """Some queries' mask logits 'n h w' -> the padded input, cropped to the image, at its original size."""
+            out = interpolate(logits[None], size=input_size, mode='bilinear', align_corners=False)[:, :, :h, :w]
+            return (out if ori == (h, w) else interpolate(out, size=ori, mode='bilinear', align_corners=False))[0]
+
         if 'instance' in cfg['tasks']:
-            masks, labels, scores = instance_results(class_logits, logits[0], cfg['top_k'], cfg['score_threshold'])
+            masks, labels, scores = instance_results(class_logits, mask_logits, cfg['top_k'], cfg['score_threshold'],
+                                                     cfg['stuff_classes'], to_output=to_image)
             sample.pred_instances = InstanceData(masks=masks, labels=labels, scores=scores)
         if 'panoptic' in cfg['tasks']:
-            panoptic, segments = panoptic_map(class_logits, logits[0], cfg['object_threshold'],
-                                              cfg['mask_threshold'], cfg['overlap_threshold'], cfg['stuff_classes'])
+            panoptic, segments = panoptic_map(class_logits, mask_logits, cfg['object_threshold'],
+                                              cfg['mask_threshold'], cfg['overlap_threshold'], cfg['stuff_classes'],
+                                              to_output=to_image)
             sample.pred_panoptic_seg = PixelData(data=panoptic, metainfo={'segments_info': segments})

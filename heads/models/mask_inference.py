@@ -11,12 +11,21 @@ panoptic results, as Mask2Former (detectron2) and EoMT infer them.
   >= ``mask_threshold``), else it is dropped; segments of one stuff class are merged. The map packs
   ``label + instance * INSTANCE_OFFSET`` (things numbered from 0 in query order, stuff instance 0), pixels of no
   segment are ``num_classes``.
+
+Panoptic inference follows detectron2's Mask2Former and transformers' ``EomtImageProcessor`` (its tests compare
+with the latter; a query is kept when its won share is strictly above the threshold, as there).
+``Mask2FormerImageProcessor`` differs: a segment keeps all the pixels it wins, also those below the mask threshold,
+and the share is measured on score-weighted probabilities.
 """
 from __future__ import annotations
 
 import torch
 
 from ..io.labels import INSTANCE_OFFSET
+
+
+def _same(x: torch.Tensor) -> torch.Tensor:
+    return x
 
 
 def semantic_scores(class_logits: torch.Tensor, mask_logits: torch.Tensor) -> torch.Tensor:
@@ -26,33 +35,40 @@ def semantic_scores(class_logits: torch.Tensor, mask_logits: torch.Tensor) -> to
 
 
 def instance_results(class_logits: torch.Tensor, mask_logits: torch.Tensor, top_k: int | None = None,
-                     score_threshold: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """'q c+1', 'q h w' -> masks 'k h w' (bool), labels 'k' (int64), scores 'k', best first; ``top_k`` (default:
-    the number of queries) pairs, then those with score >= ``score_threshold``."""
+                     score_threshold: float = 0.0, stuff_classes=(), to_output=None):
+    """'q c+1', 'q h w' -> masks 'k H W' (bool), labels 'k' (int64), scores 'k', best first; ``top_k`` (default:
+    the number of queries) pairs, then those with score >= ``score_threshold`` and a class not among
+    ``stuff_classes`` (detectron2 drops stuff from the top-k when it also infers panoptic maps). ``to_output``:
+    'n h w -> n H W', applied to the chosen queries' logits only (the resizing to the image; default none)."""
     q, classes = class_logits.shape[0], class_logits.shape[1] - 1
     probs = class_logits.softmax(-1)[:, :-1].flatten()  # (q c)
     top, index = probs.topk(min(top_k or q, len(probs)))
     query, labels = index // classes, index % classes
-    logits = mask_logits[query]  # k h w
+    chosen, where = query.unique(return_inverse=True)
+    logits = (to_output or _same)(mask_logits[chosen])[where]  # k H W
     masks = logits > 0
     mask_score = (logits.sigmoid() * masks).flatten(1).sum(1) / (masks.flatten(1).sum(1) + 1e-6)
     scores = top * mask_score
     order = scores.argsort(descending=True)
     order = order[scores[order] >= score_threshold]
+    if len(stuff_classes):
+        order = order[~torch.isin(labels[order], torch.as_tensor(list(stuff_classes), device=labels.device))]
     return masks[order], labels[order], scores[order]
 
 
 def panoptic_map(class_logits: torch.Tensor, mask_logits: torch.Tensor, object_threshold: float = 0.8,
-                 mask_threshold: float = 0.5, overlap_threshold: float = 0.8,
-                 stuff_classes=()) -> tuple[torch.Tensor, list[dict]]:
-    """'q c+1', 'q h w' -> the packed map '1 h w' (int64) and its segments: dicts with ``id`` (the packed
-    value), ``label``, ``score``, ``query``, ``isthing``."""
+                 mask_threshold: float = 0.5, overlap_threshold: float = 0.8, stuff_classes=(),
+                 to_output=None) -> tuple[torch.Tensor, list[dict]]:
+    """'q c+1', 'q h w' -> the packed map '1 H W' (int64) and its segments: dicts with ``id`` (the packed
+    value), ``label``, ``score``, ``query``, ``isthing``. ``to_output``: 'n h w -> n H W', applied to the kept
+    queries' logits only (the resizing to the image; default none)."""
     num_classes = class_logits.shape[1] - 1
     scores, labels = class_logits.softmax(-1).max(-1)
     keep = (labels != num_classes) & (scores > object_threshold)
     queries = keep.nonzero().flatten()
-    probs = mask_logits[queries].sigmoid()  # k h w
-    panoptic = torch.full(mask_logits.shape[-2:], num_classes, dtype=torch.int64, device=mask_logits.device)
+    to_output = to_output or _same
+    probs = to_output(mask_logits[queries]).sigmoid() if len(queries) else to_output(mask_logits[:1])[:0]  # k H W
+    panoptic = torch.full(probs.shape[-2:], num_classes, dtype=torch.int64, device=mask_logits.device)
     segments, stuff_ids, things = [], {}, 0
     if len(queries) == 0:
         return panoptic[None], segments

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 #: The dense annotation fields: geometric transforms move them together with 'img' (always with nearest
-#: resampling, so label ids and invalid-depth zeros are never mixed).
-DENSE_FIELDS = ('gt_seg_map', 'gt_depth')
+#: resampling, so label ids and invalid-depth zeros are never mixed). 'gt_segment_map': panoptic segments
+#: (:mod:`heads.transforms.panoptic`).
+DENSE_FIELDS = ('gt_seg_map', 'gt_depth', 'gt_segment_map')
 
 
 class DenseTransform:

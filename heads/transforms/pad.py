@@ -12,7 +12,8 @@ from .base import DenseTransform, present_fields, require_image
 class Pad(DenseTransform):
     """Pad bottom/right to ``size`` ``(w, h)`` (mmcv order) and/or up to a multiple of ``size_divisor``.
 
-    img is padded with ``pad_val``, label fields with ``seg_pad_val`` (ignored), 'gt_depth' with 0 (invalid).
+    img is padded with ``pad_val``, label fields with ``seg_pad_val`` (ignored), 'gt_depth' with 0 (invalid),
+    'gt_segment_map' with 0 (void).
     Sets 'pad_shape' and, as mmcv does, 'img_shape' to the padded ``(h, w)``.
     """
 
@@ -38,7 +39,7 @@ class Pad(DenseTransform):
         img = require_image(results, 'Pad')
         h, w = self.target_shape(img.shape[:2])
         for key in ['img', *present_fields(results)]:
-            value = self.pad_val if key == 'img' else 0 if key == 'gt_depth' else self.seg_pad_val
+            value = self.pad_val if key == 'img' else 0 if key in ('gt_depth', 'gt_segment_map') else self.seg_pad_val
             array = results[key]
             widths = [(0, h - array.shape[0]), (0, w - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
             results[key] = np.pad(array, widths, constant_values=value)  # 'h w ...' -> 'H W ...'

@@ -77,3 +77,46 @@ class RandomResize(DenseTransform):
             scale = (int(scale[0] * ratio), int(scale[1] * ratio))
         results['scale'], results['keep_ratio'] = scale, self.keep_ratio
         return resize_results(results, target_size(shape, scale, self.keep_ratio))
+
+
+def shortest_edge_size(shape: tuple[int, int], short_edge: int, max_size: int) -> tuple[int, int]:
+    """The ``(h, w)`` of mmseg's ResizeShortestEdge (detectron2's rule) for an image of ``shape`` ``(h, w)``: the
+    short edge to ``short_edge``, then all down so that the long edge is at most ``max_size``, rounded half up;
+    mmseg then resizes with keep_ratio to that ``(w, h)``, which may move a side by a pixel (done here too)."""
+    h, w = shape
+    factor = short_edge / min(h, w)
+    new_h, new_w = (short_edge, factor * w) if h < w else (factor * h, short_edge)
+    if max(new_h, new_w) > max_size:
+        factor = max_size / max(new_h, new_w)
+        new_h, new_w = new_h * factor, new_w * factor
+    return target_size(shape, (int(new_w + 0.5), int(new_h + 0.5)), keep_ratio=True)
+
+
+@TRANSFORMS.register_module()
+class RandomChoiceResize(DenseTransform):
+    """mmcv's RandomChoiceResize: one of ``scales`` drawn uniformly (``np.random``), then mmseg's
+    ``ResizeShortestEdge`` (``scales`` are short-edge lengths, ``max_size`` bounds the long edge;
+    :func:`shortest_edge_size`) or a keep-ratio :class:`Resize` (``resize_type='Resize'``, ``scales`` are (w, h)).
+    mmseg's Mask2Former ADE20K recipe: ``scales=[int(512 * x * 0.1) for x in range(5, 21)]``,
+    ``resize_type='ResizeShortestEdge', max_size=2048``."""
+
+    def __init__(self, scales, resize_type: str = 'ResizeShortestEdge', max_size: int | None = None):
+        if resize_type not in ('ResizeShortestEdge', 'Resize'):
+            raise ValueError(f"resize_type must be 'ResizeShortestEdge' or 'Resize', got {resize_type!r}")
+        if resize_type == 'ResizeShortestEdge' and (max_size is None or any(int(s) <= 0 for s in scales)):
+            raise ValueError(f"ResizeShortestEdge needs positive short-edge scales and max_size, got {scales!r}, "
+                             f"max_size={max_size!r}")
+        if not scales:
+            raise ValueError("RandomChoiceResize needs at least one scale")
+        self.scales = [int(s) for s in scales] if resize_type == 'ResizeShortestEdge' else \
+            [_check_scale(s) for s in scales]
+        self.resize_type, self.max_size = resize_type, max_size
+
+    def transform(self, results: dict) -> dict:
+        shape = require_image(results, 'RandomChoiceResize').shape[:2]
+        index = np.random.randint(len(self.scales))
+        scale = self.scales[index]
+        size = shortest_edge_size(shape, scale, self.max_size) if self.resize_type == 'ResizeShortestEdge' else \
+            target_size(shape, scale, keep_ratio=True)
+        results['scale_idx'], results['keep_ratio'] = index, True
+        return resize_results(results, size)

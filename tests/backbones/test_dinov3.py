@@ -251,6 +251,6 @@ def test_swiglu_block_missing_one_input_projection_names_it(tmp_path):
     state = load_file(path)
     del state['blocks.0.mlp.fc1_x.weight']
     save_file(state, path)
-    with pytest.raises(CheckpointLayoutError, match=r"key 'blocks.0.mlp.fc1_x.weight': missing beside "
-                                                    r"blocks.0.mlp.fc1_g.weight"):
+    with pytest.raises(CheckpointLayoutError, match=r"key 'blocks\.0\.mlp\.fc1_x\.weight': missing beside "
+                                                    r"fc1_g\.weight \(the SwiGLU's gate and value\)"):
         zoo.create_classifier(SMALLEST_QKVB, depth=1, pretrained=path)

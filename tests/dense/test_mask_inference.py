@@ -18,15 +18,15 @@ class TinyMaskModel(MaskClassificationModel):
     """A real (small) mask classifier: 4x4 patches -> per-query mask logits at H/4 x W/4 and class logits from the
     pooled features; two layers, the first an auxiliary prediction."""
 
-    def __init__(self, queries=6, **kwargs):
-        super().__init__(NUM_CLASSES, **kwargs)
+    def __init__(self, queries=6, num_classes=NUM_CLASSES, **kwargs):
+        super().__init__(num_classes, **kwargs)
         self.patches = nn.Conv2d(3, 16, 4, stride=4)
         self.masks = nn.ModuleList([nn.Conv2d(16, queries, 1), nn.Conv2d(16, queries, 1)])
-        self.classes = nn.ModuleList([nn.Linear(16, queries * (NUM_CLASSES + 1)) for _ in range(2)])
+        self.classes = nn.ModuleList([nn.Linear(16, queries * (num_classes + 1)) for _ in range(2)])
 
     def forward_logits(self, inputs):
         x = self.patches(inputs)
-        layers = [(cls(x.mean((2, 3))).view(len(x), -1, NUM_CLASSES + 1), mask(x))
+        layers = [(cls(x.mean((2, 3))).view(len(x), -1, self.num_classes + 1), mask(x))
                   for cls, mask in zip(self.classes, self.masks)]
         return layers[-1][0], layers[-1][1], layers[:-1]
 
@@ -99,15 +99,19 @@ def test_instances_equal_mask2former_processor():
 
 
 def test_instance_scores_by_hand():
-    class_logits = torch.log(torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]))
+    class_logits = torch.log(torch.tensor([[0.6, 0.3, 0.1], [0.15, 0.25, 0.6]]))
     mask_logits = torch.tensor([[[1.0, -1.0]], [[3.0, 2.0]]])  # '2 1 2'
     masks, labels, scores = instance_results(class_logits, mask_logits, top_k=3)
     s1, s3, s2 = torch.sigmoid(torch.tensor([1.0, 3.0, 2.0]))
-    # pairs: (q0, c0) 0.6 * s1; (q0, c1) 0.3 * s1; (q1, c0) and (q1, c1) 0.2 * (s3 + s2) / 2: the top 3 by class prob
-    expected = torch.tensor([0.6 * s1, 0.3 * s1, 0.2 * (s3 + s2) / 2])
-    torch.testing.assert_close(scores.sort(descending=True).values, expected.sort(descending=True).values,
-                               rtol=1e-5, atol=1e-5)
-    assert masks.shape == (3, 1, 2) and masks[0].tolist() == [[True, False]]
+    # the top 3 (query, class) pairs by class probability: (q0, c0) 0.6, (q0, c1) 0.3, (q1, c1) 0.25; each times
+    # its mask's mean probability inside the mask (q0: pixel 0 only; q1: both pixels)
+    assert labels.tolist() == [0, 1, 1]
+    torch.testing.assert_close(scores, torch.tensor([0.6 * s1, 0.25 * (s3 + s2) / 2, 0.3 * s1]))
+    assert masks.tolist() == [[[True, False]], [[True, True]], [[True, False]]]
+    _, labels, scores = instance_results(class_logits, mask_logits, top_k=3, stuff_classes=[0])
+    assert labels.tolist() == [1, 1]
+    torch.testing.assert_close(scores, torch.stack([0.25 * (s3 + s2) / 2, 0.3 * s1]))
+    assert len(instance_results(class_logits, mask_logits, top_k=3, score_threshold=0.3)[0]) == 1
 
 
 def test_panoptic_map_equals_eomt_processor_through_the_model():
@@ -134,6 +138,25 @@ def test_panoptic_map_equals_eomt_processor_through_the_model():
         assert torch.equal(ours == mine['id'], theirs['segmentation'] == info['id'])
         assert mine['id'] % INSTANCE_OFFSET == mine['label']
     assert any(not s['isthing'] for s in segments) and any(s['isthing'] for s in segments)
+
+
+def test_model_resizes_only_the_queries_it_uses():
+    """Instances through the model (only the top-k pairs' queries resized) equal instance_results on every query's
+    logits resized to the original size; a panoptic map without confident queries still has the original size."""
+    class_logits, mask_logits = fixed_logits(size=(16, 16), queries=10, seed=3)
+    model = TinyMaskModel(test_cfg=dict(tasks=('instance', 'panoptic'), top_k=4))
+    sample = BaseDataElement(metainfo=dict(img_shape=(43, 64), ori_shape=(64, 96)))
+    model.store_predictions(sample, class_logits[0], mask_logits[0], (64, 64))
+    full = nn.functional.interpolate(mask_logits, size=(64, 64), mode='bilinear', align_corners=False)[..., :43, :]
+    full = nn.functional.interpolate(full, size=(64, 96), mode='bilinear', align_corners=False)
+    masks, labels, scores = instance_results(class_logits[0], full[0], top_k=4)
+    assert len(labels) == 4 and len(set(labels.tolist())) > 1
+    assert torch.equal(sample.pred_instances.masks, masks) and torch.equal(sample.pred_instances.labels, labels)
+    torch.testing.assert_close(sample.pred_instances.scores, scores)
+    no_object = torch.zeros(10, NUM_CLASSES + 1)
+    no_object[:, -1] = 9.0
+    model.store_predictions(sample, no_object, mask_logits[0], (64, 64))
+    assert sample.pred_panoptic_seg.data.shape == (1, 64, 96) and (sample.pred_panoptic_seg.data == NUM_CLASSES).all()
 
 
 def test_panoptic_drops_a_query_that_wins_too_little_of_its_mask():
@@ -230,3 +253,5 @@ def test_model_modes_loss_and_predict():
         assert sample.pred_panoptic_seg.data.shape == (1, *seg.shape)
     with pytest.raises(ValueError, match='test_cfg tasks'):
         TinyMaskModel(test_cfg=dict(tasks=('depth',)))
+    with pytest.raises(ValueError, match='num_classes must be below 1000'):
+        TinyMaskModel(num_classes=1000, test_cfg=dict(tasks='panoptic'))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from heads.losses.mask_classification import MaskClassificationLoss, dice_loss, uncertain_points
-from heads.losses.mask_matching import MaskMatcher, pairwise_dice, pairwise_sigmoid_ce, sample_points
+from heads.losses.mask_matching import MaskMatcher, gather_points, pairwise_dice, pairwise_sigmoid_ce, sample_points
 
 NUM_CLASSES = 5
 POINTS = 300
@@ -58,6 +58,52 @@ def test_sample_points_reads_pixel_centres():
     torch.testing.assert_close(sample_points(maps, centres), torch.tensor([[0.0, 11.0, 5.0]]))
 
 
+def test_gather_points_equal_grid_sample_values_and_gradients():
+    """The deterministic path (CUDA under deterministic algorithms) against grid_sample, also at the borders and
+    outside the map (zeros)."""
+    maps = torch.randn(3, 7, 11, requires_grad=True)
+    points = torch.cat([torch.rand(3, 50, 2), torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.02, 0.99],
+                                                            [1.0, 0.0]]).expand(3, -1, -1)], dim=1)
+    ours = gather_points(maps, points)
+    theirs = sample_points(maps, points)  # grid_sample on the CPU
+    torch.testing.assert_close(ours, theirs)
+    weights = torch.randn_like(ours)
+    grad_ours, = torch.autograd.grad((ours * weights).sum(), maps)
+    grad_theirs, = torch.autograd.grad((theirs * weights).sum(), maps)
+    torch.testing.assert_close(grad_ours, grad_theirs)
+
+
+def graph_ops(tensor) -> set[str]:
+    """The names of the backward nodes that ``tensor`` depends on."""
+    seen, stack = {}, [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None and id(node) not in seen:
+            seen[id(node)] = node.name()
+            stack.extend(next_fn for next_fn, _ in node.next_functions)
+    return set(seen.values())
+
+
+def test_sample_points_gathers_under_deterministic_algorithms(monkeypatch):
+    import heads.losses.mask_matching as matching
+    maps, points = torch.randn(2, 5, 5, requires_grad=True), torch.rand(2, 9, 2)
+    assert 'GridSampler2DBackward0' in graph_ops(sample_points(maps, points))
+    calls = []
+    monkeypatch.setattr(matching, 'gather_points', lambda *args: calls.append(1) or gather_points(*args))
+    monkeypatch.setattr(matching, 'NONDETERMINISTIC_BACKWARD', {'cpu'})  # as CUDA is treated
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        ops = graph_ops(sample_points(maps, points))
+        assert 'GatherBackward0' in ops and 'GridSampler2DBackward0' not in ops and len(calls) == 1
+        sample_points(maps.detach(), points)  # no gradient needed: grid_sample
+        with torch.no_grad():
+            sample_points(maps, points)
+        assert len(calls) == 1
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+
+
 def test_matching_prefers_the_query_that_predicts_the_target():
     masks = torch.zeros(2, 16, 16)
     masks[0, :8], masks[1, 8:] = 1, 1
@@ -68,6 +114,16 @@ def test_matching_prefers_the_query_that_predicts_the_target():
     torch.manual_seed(0)
     (rows, cols), = MaskMatcher(num_points=200)(class_logits, mask_logits, [torch.tensor([0, 1])], [masks])
     assert dict(zip(cols.tolist(), rows.tolist())) == {0: 3, 1: 1}
+
+
+def test_matching_chooses_queries_with_invalid_costs_last():
+    masks = torch.zeros(1, 8, 8)
+    masks[0, :4] = 1
+    mask_logits = masks[None].expand(1, 3, 8, 8) * 20 - 10  # every query draws the target
+    mask_logits[0, 0] = float('nan')  # query 0 is the best by class but its mask is invalid
+    class_logits = torch.tensor([[[9.0, 0, 0], [0, 0, 0], [0, 0, 0]]])
+    (rows, cols), = MaskMatcher(num_points=50)(class_logits, mask_logits, [torch.tensor([0])], [masks])
+    assert rows.tolist() in ([1], [2]) and cols.tolist() == [0]
 
 
 def test_matching_equals_transformers():
@@ -141,6 +197,58 @@ def test_loss_equals_transformers_eomt_loss_layer_by_layer():
         torch.testing.assert_close(ours[f'loss_cls_{i}'], theirs['loss_cross_entropy'], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(ours[f'loss_mask_{i}'], theirs['loss_mask'], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(ours[f'loss_dice_{i}'], theirs['loss_dice'], rtol=1e-5, atol=1e-6)
+
+
+def semantic_targets(seg):
+    labels = [s.unique() for s in seg]
+    return labels, [(s[None] == lab[:, None, None]).float() for s, lab in zip(seg, labels)]
+
+
+@torch.no_grad()
+def test_loss_equals_transformers_mask2former_model_loss():
+    """The loss of transformers' whole model on a batch (its final and auxiliary predictions; eval mode, so that the
+    forward draws no random numbers) equals ours on its outputs under the same seed."""
+    transformers = pytest.importorskip('transformers')
+    swin = transformers.SwinConfig(image_size=64, embed_dim=16, depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2],
+                                   window_size=4, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
+    config = transformers.Mask2FormerConfig(
+        backbone_config=swin, num_labels=NUM_CLASSES, num_queries=8, hidden_dim=32, mask_feature_size=32,
+        feature_size=32, encoder_layers=1, decoder_layers=3, num_attention_heads=2, dim_feedforward=64,
+        encoder_feedforward_dim=64, train_num_points=POINTS, use_pretrained_backbone=False)
+    model = transformers.Mask2FormerForUniversalSegmentation(config).eval()
+    labels, masks = semantic_targets(torch.randint(0, NUM_CLASSES, (2, 64, 96)))
+    x = torch.randn(2, 3, 64, 96)
+    torch.manual_seed(2)
+    out = model(x, mask_labels=masks, class_labels=labels, output_auxiliary_logits=True)
+    layers = [('', out.class_queries_logits, out.masks_queries_logits)] + [
+        (f'_{i}', aux['class_queries_logits'], aux['masks_queries_logits'])
+        for i, aux in enumerate(out.auxiliary_logits)]
+    torch.manual_seed(2)
+    ours = MaskClassificationLoss(NUM_CLASSES, num_points=POINTS)(layers, labels, masks)
+    assert len(ours) == 3 * len(layers) and len(layers) > 1
+    torch.testing.assert_close(sum(ours.values()), out.loss, rtol=1e-5, atol=1e-5)
+
+
+@torch.no_grad()
+def test_loss_equals_transformers_eomt_model_loss():
+    """EoMT supervises the prediction before each of its last blocks, then the final one: its model's loss equals
+    ours over the same layers in that order (eval mode: every block masked, so the forward draws nothing)."""
+    transformers = pytest.importorskip('transformers')
+    config = transformers.EomtConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, image_size=64,
+                                     patch_size=8, num_blocks=2, num_queries=8, num_labels=NUM_CLASSES,
+                                     train_num_points=POINTS, num_register_tokens=1)
+    model = transformers.EomtForUniversalSegmentation(config).eval()
+    predictions, predict = [], model.predict
+    model.predict = lambda hidden: predictions.append(predict(hidden)) or predictions[-1]  # records each layer's
+    labels, masks = semantic_targets(torch.randint(0, NUM_CLASSES, (2, 64, 64)))
+    x = torch.randn(2, 3, 64, 64)
+    torch.manual_seed(4)
+    out = model(x, mask_labels=masks, class_labels=labels)
+    layers = [(f'_{i}', class_logits, mask_logits) for i, (mask_logits, class_logits) in enumerate(predictions)]
+    assert len(layers) == 3 and torch.equal(layers[-1][1], out.class_queries_logits)
+    torch.manual_seed(4)
+    ours = MaskClassificationLoss(NUM_CLASSES, num_points=POINTS)(layers, labels, masks)
+    torch.testing.assert_close(sum(ours.values()), out.loss, rtol=1e-5, atol=1e-5)
 
 
 def test_loss_without_targets_is_the_no_object_loss_and_backpropagates():

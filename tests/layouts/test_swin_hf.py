@@ -69,3 +69,19 @@ def test_a_missing_key_projection_is_named():
     del state[key]
     with pytest.raises(CheckpointLayoutError, match=r'layers\.0\.blocks\.0\.attention\.self\.key\.weight'):
         swin_from_hf(state)
+
+
+@pytest.mark.parametrize('size', [(128, 128), (160, 200), (96, 64)])
+def test_mmseg_window_layout_equals_swin_backbone_at_padded_sizes(size, tmp_path):
+    """``window_layout='mmseg'``: pad before the roll, never shrink: transformers' SwinBackbone (``always_partition``)
+    at sizes whose maps need padding or are smaller than the window; timm's layout differs there (the test can fail)."""
+    config = transformers.SwinConfig(**SMALL, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
+    ref, folder = saved(transformers.SwinBackbone(config), tmp_path)
+    x = torch.randn(1, 3, *size)
+    with torch.no_grad():
+        want = ref(pixel_values=x).feature_maps
+        for layout, equal in (('mmseg', True), ('timm', False)):
+            ours = zoo.create_backbone('swin_tiny_patch4_window7_224', pretrained=folder, window_layout=layout,
+                                       **OURS).eval()
+            close = [(m - t).abs().max() <= 1e-4 * t.abs().max() for m, t in zip(ours(x), want)]
+            assert all(close) == equal, (layout, size, close)

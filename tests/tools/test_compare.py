@@ -67,3 +67,32 @@ def test_quick_mode_shrinks_the_schedule_and_the_validation_set():
     compare.quick(cfg, 20, 16)
     assert (cfg.train_cfg.max_iters, cfg.train_cfg.val_interval, cfg.default_hooks.checkpoint.interval) == (20, 20, 20)
     assert cfg.val_dataloader.dataset.indices == 16
+
+
+def test_heads_may_differ_in_the_model_and_hooks_but_not_in_training_or_normalisation():
+    dpt, uper = experiment('vit_tiny_patch16_224', 1e-3), experiment('vit_tiny_patch16_224', 1e-3)
+    uper.model.decode_head = dict(type='UPerHead')
+    uper.custom_hooks = [dict(type='SomeHook')]
+    uper.optim_wrapper.paramwise_cfg = dict(custom_keys={'query': dict(decay_mult=0.0)})
+    compare.check_only_backbones_differ({'dpt': dpt, 'uper': uper}, 'heads')
+    with pytest.raises(ValueError, match=r'except model\.backbone; these keys differ:\n  '
+                                         r'uper vs dpt: custom_hooks.0.type, model\.decode_head\.type, optim_wrapper'):
+        compare.check_only_backbones_differ({'dpt': dpt, 'uper': uper})  # backbones mode: the head may not differ
+    uper.model.data_preprocessor = dict(mean=[0, 0, 0])
+    uper.optim_wrapper.optimizer.lr = 2e-3
+    with pytest.raises(ValueError, match=r'uper vs dpt: model\.data_preprocessor.*optim_wrapper\.optimizer\.lr'):
+        compare.check_only_backbones_differ({'dpt': dpt, 'uper': uper}, 'heads')
+
+
+def test_the_heads_grid_trains_every_config_on_every_backbone():
+    grid = compare.head_backbone_grid({'dpt': experiment('vit_tiny_patch16_224', 1e-3),
+                                       'uper': experiment('vit_tiny_patch16_224', 1e-3)},
+                                      ['deit_tiny_patch16_224', 'cvt_13_224'])
+    assert list(grid) == ['dpt+deit_tiny_patch16_224', 'dpt+cvt_13_224', 'uper+deit_tiny_patch16_224',
+                          'uper+cvt_13_224']
+    assert grid['uper+cvt_13_224'].model.backbone.name == 'cvt_13_224'
+
+
+def test_the_heads_flag_is_needed_for_a_grid():
+    with pytest.raises(SystemExit):
+        compare_tool.main(['--configs', 'a.py', 'b.py', '--backbones', 'vit_tiny_patch16_224'])

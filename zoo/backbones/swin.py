@@ -74,7 +74,7 @@ class SwinStage(nn.Module):
 
     def __init__(self, in_dim: int, dim: int, depth: int, num_heads: int, window, *, downsample: bool,
                  v2: bool = False, pretrained_window=None, mlp_ratio: float = 4.0, qkv_bias: bool = True,
-                 proj_drop: float = 0.0, attn_drop: float = 0.0, drop_paths=()):
+                 proj_drop: float = 0.0, attn_drop: float = 0.0, drop_paths=(), pad_first: bool = False):
         super().__init__()
         self.downsample = PatchMerging(in_dim, dim, norm_after=v2) if downsample else nn.Identity()
 
@@ -86,8 +86,8 @@ class SwinStage(nn.Module):
             else:
                 bias = RelPosBias(window, num_heads)
                 qkv, kind = FusedQKV(dim, bias=qkv_bias), ShiftedWindowAttention
-            return kind(dim, num_heads, window, shifted, qkv=qkv, pos_bias=bias, attn_drop=attn_drop,
-                        proj_drop=proj_drop)
+            return kind(dim, num_heads, window, shifted, pad_first=pad_first, qkv=qkv, pos_bias=bias,
+                        attn_drop=attn_drop, proj_drop=proj_drop)
 
         self.blocks = nn.ModuleList(
             Block(dim, num_heads, mlp_ratio, attn=attention(j % 2 == 1), norm_layer=nn.LayerNorm, drop=proj_drop,
@@ -107,15 +107,23 @@ class SwinEncoder(nn.Module):
 
     ``version`` 1 or 2; ``window``: one window side (or (h, w)) for every stage, or one per stage;
     ``pretrained_windows``: V2's per-stage window the position MLP was trained with (0: the window itself).
+    ``window_layout``: 'timm' (roll then pad, windows shrunk to small maps: timm, the classifiers) or 'mmseg' (pad to
+    window multiples then roll, the built window everywhere: mmseg, the official segmentation / detection code,
+    transformers' ``SwinBackbone`` inside UperNet and Mask2Former); :mod:`zoo.core.windows` says where they differ.
+    Weights keep the outputs they were trained with only in their own layout.
     """
+    window_layouts = ('timm', 'mmseg')
     family = 'swin'
     classifier_only = ('norm.', 'head.')
 
     def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 4, in_chans: int = 3,
                  embed_dim: int = 96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), window=7, version: int = 1,
                  pretrained_windows=(0, 0, 0, 0), mlp_ratio: float = 4.0, qkv_bias: bool = True,
-                 proj_drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0):
+                 proj_drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
+                 window_layout: str = 'timm'):
         super().__init__()
+        if window_layout not in self.window_layouts:
+            raise ValueError(f"window_layout must be one of {self.window_layouts}, got {window_layout!r}")
         if version not in (1, 2):
             raise ValueError(f"Swin version must be 1 or 2, got {version!r}")
         if len(num_heads) != len(depths):
@@ -131,7 +139,7 @@ class SwinEncoder(nn.Module):
             SwinStage(self.dims[max(i - 1, 0)], self.dims[i], depths[i], num_heads[i], windows[i], downsample=i > 0,
                       v2=version == 2, pretrained_window=pair(pretrained_windows[i]) if pretrained_windows[i] else None,
                       mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, proj_drop=proj_drop_rate, attn_drop=attn_drop_rate,
-                      drop_paths=rates[i])
+                      drop_paths=rates[i], pad_first=window_layout == 'mmseg')
             for i in range(stages))
         self.apply(init_linear)
         if version == 2:  # residual post-norms start at zero: each block starts as the identity (as timm)

@@ -11,7 +11,11 @@ For tokens 'b (h w) c' on the map grid (h, w), as the reference (timm) does it:
    between tokens of different shift regions (the reference's value, not -inf: trained weights saw it);
 4. windows merged back, the padding cropped, the shift undone.
 
-mmseg pads before rolling instead; on maps that are window multiples the two agree.
+With ``pad_first`` (the dense codebases' way: mmseg, the official Swin segmentation and detection code, transformers'
+``SwinBackbone``) the window is never shrunk nor the shift dropped, and the map is zero-padded to window multiples
+*before* the roll, so padding tokens roll in at the top/left; the region mask is the same function of the padded
+map. On maps that are window multiples larger than the window the two agree; elsewhere weights trained one way give
+other outputs the other way (a 512 x 512 ADE20K input with window 7 pads every stage).
 """
 from __future__ import annotations
 
@@ -26,9 +30,11 @@ from .rel_pos import cached_tensors
 MASKED = -100.0  # the reference's additive mask between shift regions
 
 
-def fit_window(grid: Grid, window: Grid, shift: Grid) -> tuple[Grid, Grid]:
+def fit_window(grid: Grid, window: Grid, shift: Grid, pad_first: bool = False) -> tuple[Grid, Grid]:
     """(window, shift) used on a map of ``grid``: on a side where the map is no larger than the window, the window
-    is the map's side and that side is not shifted."""
+    is the map's side and that side is not shifted (with ``pad_first``: always the built ones)."""
+    if pad_first:
+        return window, shift
     fitted = tuple(min(int(g), w) for g, w in zip(grid, window))
     shifts = tuple(0 if g <= w else s for g, w, s in zip(grid, window, shift))
     return fitted, shifts
@@ -62,23 +68,27 @@ def batch_shift_mask(padded: Grid, window: Grid, shift: Grid, batch: int, device
 
 
 @cached_tensors(maxsize=64)
-def window_order(grid: Grid, window: Grid, shift: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+def window_order(grid: Grid, window: Grid, shift: Grid, pad_first: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """Token gathers that do 1. to 3. and 4. at once (one copy each way instead of roll, pad, permute, ...).
 
     ``to_windows`` '(nh nw wh ww)': for each window token, its raster index 'h w' in the map, or h*w (a zero token
     appended to the map) for padding; ``from_windows`` '(h w)': for each map token, its index in the windows.
+    ``pad_first``: the padded map is rolled (see the module docstring).
     """
     (h, w), padded = grid, tuple(-(-g // n) * n for g, n in zip(grid, window))
     rows, cols = torch.arange(padded[0])[:, None], torch.arange(padded[1])[None, :]
-    source = ((rows + shift[0]) % h) * w + (cols + shift[1]) % w  # roll by -shift: position r holds r + shift
-    source = source.masked_fill((rows >= h) | (cols >= w), h * w)
+    rolled = padded if pad_first else (h, w)  # the sides the roll wraps around
+    src_rows, src_cols = (rows + shift[0]) % rolled[0], (cols + shift[1]) % rolled[1]  # position r holds r + shift
+    source = src_rows * w + src_cols
+    outside = (src_rows >= h) | (src_cols >= w) if pad_first else (rows >= h) | (cols >= w)
+    source = source.masked_fill(outside, h * w)
     order = '(nh wh) (nw ww) -> (nh nw wh ww)'
     to_windows = rearrange(source, order, wh=window[0], ww=window[1])
     slot = torch.empty(padded[0] * padded[1], dtype=torch.long)
     slot[rearrange(torch.arange(padded[0] * padded[1]).view(padded), order, wh=window[0], ww=window[1])] = \
         torch.arange(padded[0] * padded[1])  # slot[p]: the window index of padded position p (raster)
     ys, xs = torch.arange(h)[:, None], torch.arange(w)[None, :]
-    from_windows = slot[((ys - shift[0]) % h) * padded[1] + (xs - shift[1]) % w].flatten()
+    from_windows = slot[((ys - shift[0]) % rolled[0]) * padded[1] + (xs - shift[1]) % rolled[1]].flatten()
     return to_windows, from_windows
 
 
@@ -91,25 +101,28 @@ def batched(index: torch.Tensor, batch: int, stride: int, device: torch.device) 
 class ShiftedWindowAttention(Attention):
     """:class:`Attention` within (shifted) windows of the token map; takes every Attention part.
 
-    ``window`` (wh, ww) is the build window, ``shifted`` moves the windows by half a window (every other Swin block).
+    ``window`` (wh, ww) is the build window, ``shifted`` moves the windows by half a window (every other Swin block),
+    ``pad_first`` pads before the roll and keeps the built window on any map (see the module docstring).
     ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c'; with ``return_attn`` also the weights
     between the map's tokens 'b heads (h w) (h w)', zero between tokens of different windows (as
     :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid, so it takes
     no mask.
     """
 
-    def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, **kwargs):
+    def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, pad_first: bool = False,
+                 **kwargs):
         super().__init__(dim, num_heads, **kwargs)
         self.window = (int(window[0]), int(window[1]))
         self.shift = (self.window[0] // 2, self.window[1] // 2) if shifted else (0, 0)
+        self.pad_first = pad_first
 
     def forward(self, x: torch.Tensor, grid: Grid, return_attn: bool = False):
         if grid is None:
             raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
         (h, w), (b, n, c) = grid, x.shape
-        window, shift = fit_window(grid, self.window, self.shift)
+        window, shift = fit_window(grid, self.window, self.shift, self.pad_first)
         padded = (-(-h // window[0]) * window[0], -(-w // window[1]) * window[1])
-        to_windows, from_windows = window_order((h, w), window, shift)
+        to_windows, from_windows = window_order((h, w), window, shift, self.pad_first)
         tokens = x.reshape(b * n, c)
         if padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c'
             tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1
@@ -138,4 +151,4 @@ class ShiftedWindowAttention(Attention):
         return full
 
     def extra_repr(self) -> str:
-        return f"window={self.window}, shift={self.shift}"
+        return f"window={self.window}, shift={self.shift}" + (', pad_first=True' if self.pad_first else '')

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from .clip import vision_tower
 from .io import CheckpointError
-from .layout_error import CheckpointLayoutError, gather_qkv, of_rank, required
+from .layout_error import of_rank, pack_swiglu, required
 from .rename import rules
 
 _RULES = rules(r"""
@@ -35,7 +33,6 @@ _RULES = rules(r"""
     ^rms_norm\.                                 -> norm.
 """)
 _NOT_VISION = ('text_model.', 'text_projection.', 'visual_projection.', 'logit_scale', 'head.', 'vision_model.head.')
-_SWIGLU = re.compile(r'^(?P<layer>blocks\.\d+\.mlp)\.(?P<part>gate|up)\.(?P<kind>weight|bias)$')
 _FIX = "transformers' Aimv2VisionModel saves it so; save the model again with save_pretrained"
 
 
@@ -50,18 +47,8 @@ def aimv2_from_hf(state: dict) -> dict:
         raise CheckpointError("not transformers' AIMv2 vision layout (no 'embeddings.rms_norm.weight'); load with "
                               "format='auto'")
     out, root = vision_tower(state, _RULES, 'Aimv2VisionModel', _NOT_VISION)
-    out, swiglu = gather_qkv(out, _SWIGLU)
-    for (layer, kind), parts in swiglu.items():  # gate_proj, up_proj -> fc1 rows [gate | value]
-        name = f"{root}encoder.layers.{layer.split('.')[1]}.ffn"
-        for part in ('gate', 'up'):
-            if part not in parts:
-                raise CheckpointLayoutError(f'{name}.{part}_proj.{kind}', "missing beside the SwiGLU's other half",
-                                            _FIX)
-        if parts['gate'].shape != parts['up'].shape:
-            raise CheckpointLayoutError(f'{name}.up_proj.{kind}', f"the SwiGLU's gate and up projections must have "
-                                        f"one shape, got {tuple(parts['gate'].shape)} and "
-                                        f"{tuple(parts['up'].shape)}", _FIX)
-        out[f'{layer}.fc1.{kind}'] = torch.cat([parts['gate'], parts['up']])
+    out = pack_swiglu(out, 'gate', 'up', _FIX, lambda key: re.sub(  # as the file names it
+        r'^blocks\.(\d+)\.mlp\.(gate|up)\.', lambda m: f'{root}encoder.layers.{m[1]}.ffn.{m[2]}_proj.', key))
     table = f'{root}embeddings.position_embedding.weight'
     pos = required(out, 'pos_embed.weight', 'Aimv2VisionModel', 'the position table', table)
     out['pos_embed.weight'] = of_rank(pos, table, '(h w) d', _FIX)[None]

@@ -24,7 +24,7 @@ import re
 import torch
 
 from .eva import eva_to_vit, is_eva_layout
-from .layout_error import CheckpointLayoutError, fused_qkv, gather_qkv
+from .layout_error import CheckpointLayoutError, fused_qkv, gather_qkv, pack_swiglu
 from .rename import rename_keys, rules
 
 _TOKENS = rules(r"""
@@ -35,29 +35,6 @@ _TOKENS = rules(r"""
 _PACKED_FIX = "every SwiGLU block saves both of its input projections; use the complete checkpoint"
 
 
-def _pack_swiglu(state: dict, gate: str, value: str, layout: str) -> dict:
-    """Each block's SwiGLU input projections ``<block>.mlp.<gate>.*`` and ``<block>.mlp.<value>.*`` -> one
-    ``<block>.mlp.fc1.*`` with rows [gate | value]."""
-    out = {}
-    for key, tensor in state.items():
-        match = re.match(rf'^(.*\.mlp\.)({gate}|{value})\.(weight|bias)$', key)
-        if not match:
-            out[key] = tensor
-            continue
-        if match[2] == value:
-            continue
-        other = f'{match[1]}{value}.{match[3]}'
-        if other not in state:
-            raise CheckpointLayoutError(other, f"missing beside {key} ({layout} SwiGLU)", _PACKED_FIX)
-        out[f'{match[1]}fc1.{match[3]}'] = torch.cat([tensor, state[other]])
-    orphans = [k for k in state if re.match(rf'^(.*\.mlp\.){value}\.(weight|bias)$', k)
-               and k.replace(f'.mlp.{value}.', f'.mlp.{gate}.') not in state]
-    if orphans:
-        raise CheckpointLayoutError(orphans[0].replace(f'.mlp.{value}.', f'.mlp.{gate}.'),
-                                    f"missing beside {orphans[0]} ({layout} SwiGLU)", _PACKED_FIX)
-    return out
-
-
 def _no_key_bias(k_bias: torch.Tensor, key: str, fix: str) -> None:
     if k_bias.abs().max() > 0:
         raise CheckpointLayoutError(key, f"the key bias is not zero (max |bias| {k_bias.abs().max():.3g}); DINOv3 "
@@ -66,7 +43,7 @@ def _no_key_bias(k_bias: torch.Tensor, key: str, fix: str) -> None:
 
 def dinov3_from_timm(state: dict) -> dict:
     """timm's DINOv3 layout (its EVA model) -> this project's keys."""
-    state = _pack_swiglu(state, 'fc1_g', 'fc1_x', "timm's")
+    state = pack_swiglu(state, 'fc1_g', 'fc1_x', _PACKED_FIX)
     state = eva_to_vit(state) if is_eva_layout(state) else state
     return rename_keys(state, _TOKENS + rules(r"^pos_embed$ -> pos_embed.weight"))
 
@@ -90,7 +67,7 @@ def dinov3_from_official(state: dict) -> dict:
             out[key[:-len('bias')] + 'q_bias'], out[key[:-len('bias')] + 'v_bias'] = q, v
         elif not _OFFICIAL_DROP.search(key):
             out[key] = value
-    out = _pack_swiglu(rename_keys(out, [(r'\.mlp\.w3\.', '.mlp.fc2.')]), 'w1', 'w2', 'official')
+    out = pack_swiglu(rename_keys(out, [(r'\.mlp\.w3\.', '.mlp.fc2.')]), 'w1', 'w2', _PACKED_FIX)
     return rename_keys(out, _TOKENS)
 
 
@@ -125,5 +102,6 @@ def dinov3_from_hf(state: dict) -> dict:
         elif match:
             out[f'{match[1]}.attn.qkv.{match[2]}_bias'] = out.pop(key)
     if any('.mlp.gate_proj.' in k for k in out):
-        return _pack_swiglu(out, 'gate_proj', 'up_proj', "transformers'")
+        return pack_swiglu(out, 'gate_proj', 'up_proj', fix,
+                           lambda key: re.sub(r'^blocks\.', root, key))
     return rename_keys(out, [(r'\.mlp\.up_proj\.', '.mlp.fc1.')])

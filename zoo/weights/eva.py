@@ -18,7 +18,7 @@ import re
 
 import torch
 
-from .layout_error import CheckpointLayoutError, gather_qkv, of_rank
+from .layout_error import CheckpointLayoutError, gather_qkv, of_rank, pack_swiglu, stacked
 from .rename import rename_keys, rules
 
 _RULES = rules(r"""
@@ -28,22 +28,12 @@ _RULES = rules(r"""
     \.attn\.norm\.        -> .attn.proj.norm.
 """)
 _SEPARATE_QKV = re.compile(r'^(?P<layer>.+\.attn)\.(?P<part>[qkv])_proj\.(?P<kind>weight|bias)$')
-_SPLIT_SWIGLU = re.compile(r'^(?P<layer>.+\.mlp)\.fc1_(?P<part>[gx])\.(?P<kind>weight|bias)$')
 _EVA02_KEYS = re.compile(r'(^|\.)blocks\.\d+\.(attn\.q_proj|mlp\.fc1_g)\.weight$')
 _RESAVE = "re-save the checkpoint from timm's EVA model (eva02_*) of the same name"
 
 
 def _fuse(parts: dict, layer: str, kind: str, names: tuple[str, ...], what: str) -> torch.Tensor:
-    """``parts``' tensors named ``names`` stacked as rows; an error naming the missing key or the odd shapes."""
-    for name in names:
-        if name not in parts:
-            have = ', '.join(f'{p}.{kind}' for p in sorted(parts))
-            raise CheckpointLayoutError(f'{layer}.{name}.{kind}', f"missing beside {have} ({what})", _RESAVE)
-    shapes = {tuple(parts[n].shape) for n in names}
-    if len(shapes) != 1:
-        raise CheckpointLayoutError(f'{layer}.{names[0]}.{kind}', f"{what} must have one shape, got "
-                                    f"{', '.join(f'{n} {tuple(parts[n].shape)}' for n in names)}", _RESAVE)
-    return torch.cat([parts[n] for n in names])
+    return stacked(parts, names, lambda name: f'{layer}.{name}.{kind}', what, _RESAVE)
 
 
 def _fuse_eva02(state: dict) -> dict:
@@ -61,11 +51,7 @@ def _fuse_eva02(state: dict) -> dict:
                                         _RESAVE)
         _fuse(parts, layer, kind, ('q_proj', 'v_proj'), "EVA-02's query and value biases")
         state[f'{layer}.q_bias'], state[f'{layer}.v_bias'] = parts['q_proj'], parts['v_proj']
-    state, swiglu = gather_qkv(state, _SPLIT_SWIGLU)
-    for (layer, kind), parts in swiglu.items():
-        parts = {f'fc1_{k}': v for k, v in parts.items()}
-        state[f'{layer}.fc1.{kind}'] = _fuse(parts, layer, kind, ('fc1_g', 'fc1_x'), "the SwiGLU's gate and value")
-    return state
+    return pack_swiglu(state, 'fc1_g', 'fc1_x', _RESAVE)
 
 
 def is_eva_layout(state: dict) -> bool:

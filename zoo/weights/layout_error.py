@@ -75,3 +75,30 @@ def fused_qkv(parts: dict, prefix: str, kind: str, model: str,
                                     f"one shape, got {', '.join(f'{p} {tuple(v.shape)}' for p, v in parts.items())}",
                                     fix)
     return torch.cat([parts[name] for name in names])
+
+
+def stacked(parts: dict, names: tuple[str, ...], key_of, what: str, fix: str) -> torch.Tensor:
+    """``parts``' tensors ``names`` stacked as rows (q/k/v into one projection, a SwiGLU's [gate | value]); an error
+    naming the file's key (``key_of(name)``) when one is missing or their shapes differ. ``what``: the parts, in
+    words ("the SwiGLU's gate and value")."""
+    for name in names:
+        if name not in parts:
+            have = ', '.join('.'.join(key_of(p).split('.')[-2:]) for p in sorted(parts))  # 'q_proj.weight', ...
+            raise CheckpointLayoutError(key_of(name), f"missing beside {have} ({what})", fix)
+    if len({tuple(parts[n].shape) for n in names}) != 1:
+        raise CheckpointLayoutError(key_of(names[0]), f"{what} must have one shape, got "
+                                    f"{', '.join(f'{n} {tuple(parts[n].shape)}' for n in names)}", fix)
+    return torch.cat([parts[n] for n in names])
+
+
+def pack_swiglu(state: dict, gate: str, value: str, fix: str, file_key=None) -> dict:
+    """Each SwiGLU's input projections ``<prefix>.mlp.<gate>.*`` and ``<prefix>.mlp.<value>.*`` -> one
+    ``<prefix>.mlp.fc1.*`` with rows [gate | value] (as :class:`zoo.core.layers.Mlp` with ``gated`` reads them); a half
+    missing or of another shape is an error naming the key as the file does (``file_key(key)``, default the key)."""
+    pattern = re.compile(rf'^(?P<layer>.+\.mlp)\.(?P<part>{gate}|{value})\.(?P<kind>weight|bias)$')
+    out, halves = gather_qkv(state, pattern)
+    for (layer, kind), parts in halves.items():
+        def key_of(part: str) -> str:
+            return (file_key or str)(f'{layer}.{part}.{kind}')
+        out[f'{layer}.fc1.{kind}'] = stacked(parts, (gate, value), key_of, "the SwiGLU's gate and value", fix)
+    return out

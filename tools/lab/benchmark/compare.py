@@ -43,18 +43,35 @@ SPREAD = ('_std', '_ci95')
 BUSY_SHARE = 0.75
 
 
-def check_only_backbones_differ(configs: dict) -> None:
-    """Raise ValueError naming every key outside ``model.backbone`` that differs from the first config."""
+#: What compared experiments may differ in: the backbone only, or (``tools/compare.py --heads``) the model, the
+#: hooks its training needs (EoMT's mask annealing) and the per-parameter optimizer rules keyed by the model's
+#: parameter names (EoMT's queries without weight decay); data, schedule, optimizer and evaluation stay identical.
+MAY_DIFFER = {'backbones': ('model.backbone',),
+              'heads': ('model.', 'custom_hooks', 'optim_wrapper.paramwise_cfg.custom_keys')}
+
+
+def check_only_backbones_differ(configs: dict, vary: str = 'backbones') -> None:
+    """Raise ValueError naming every key outside what ``vary`` allows (:data:`MAY_DIFFER`) that differs from the
+    first config. The model's input normalisation (``model.data_preprocessor``) never may."""
     (first_name, first), *rest = configs.items()
-    ignored = ('model.backbone', 'work_dir')
+    allowed = (*MAY_DIFFER[vary], 'work_dir')
     problems = []
     for name, cfg in rest:
-        keys = sorted(k for k in differing_keys(first, cfg) if not k.startswith(ignored))
+        keys = sorted(k for k in differing_keys(first, cfg)
+                      if not k.startswith(allowed) or k.startswith('model.data_preprocessor'))
         if keys:
             problems.append(f"{name} vs {first_name}: {', '.join(keys)}")
     if problems:
-        raise ValueError("the compared experiments must be identical except model.backbone; these keys differ:\n  "
+        what = 'model.backbone' if vary == 'backbones' else ('the model (data preprocessor aside), custom_hooks and '
+                                                             'optim_wrapper.paramwise_cfg.custom_keys')
+        raise ValueError(f"the compared experiments must be identical except {what}; these keys differ:\n  "
                          + "\n  ".join(problems))
+
+
+def head_backbone_grid(configs: dict, specs: list[str]) -> dict:
+    """Every experiment of ``configs`` (one per head) with every backbone of ``specs``: labels 'config+backbone'."""
+    return {f'{stem}+{label}': cfg for stem, base in configs.items()
+            for label, cfg in backbone_configs(base, specs).items()}
 
 
 def parse_backbone(spec: str) -> tuple[str, dict]:

@@ -1,0 +1,31 @@
+"""tools/benchmark_deploy.py: model specs are checked before anything runs, and a tiny model is measured under every
+runtime in processes of its own (one table row each; a runtime's failure is a cell, not a crash)."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location('benchmark_deploy', ROOT / 'tools' / 'benchmark_deploy.py')
+tool = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tool)
+
+
+def test_model_specs_name_a_known_model_or_give_a_config_and_size():
+    assert tool.model_spec('dpt_vitb_512') == ('dpt_vitb_512', 'configs/dpt_vitb_ade20k.py', (512, 512))
+    assert tool.model_spec('mine=configs/x.py:64x96') == ('mine', 'configs/x.py', (64, 96))
+    with pytest.raises(SystemExit, match='unknown model'):
+        tool.model_spec('dpt_vitb_51')
+    with pytest.raises(SystemExit, match='HxW'):
+        tool.model_spec('mine=configs/x.py:64')
+
+
+@pytest.mark.slow
+def test_a_tiny_model_gets_a_row_per_runtime(tmp_path):
+    out = tmp_path / 'deploy.md'
+    tool.main(['--models', 'qs=configs/quickstart.py:64x96', '--batches', '2', '--repeats', '1', '--threads', '1',
+               '--work-dir', str(tmp_path / 'onnx'), '--out', str(out)])
+    rows = [line for line in out.read_text().splitlines() if line.startswith('| qs |')]
+    assert [row.split('|')[4].strip() for row in rows] == list(tool.RUNTIMES)
+    assert all('exit' not in row for row in rows), rows
+    assert (tmp_path / 'onnx' / 'qs.onnx').exists() and (tmp_path / 'onnx' / 'qs.int8.onnx').exists()
