@@ -69,3 +69,18 @@ def test_predictions_of_every_task():
     assert out[0].pred_sem_seg.data.shape == (1, 64, 64) and out[0].seg_logits.data.shape == (3, 64, 64)
     assert isinstance(out[0].pred_instances, InstanceData) and out[0].pred_instances.masks.shape[-2:] == (64, 64)
     assert out[1].pred_panoptic_seg.data.shape == (1, 64, 64)
+
+
+def test_runner_steps_through_the_preprocessor_pad_and_predict_at_the_image_size():
+    """train_step (the Runner's iteration: preprocessing with padding 60x60 -> 64x64, losses, optimizer step) then
+    val_step: predictions at each image's own size."""
+    from mmengine.optim import OptimWrapper
+    model = tiny(SWIN)
+    images = [torch.randint(0, 256, (3, 60, 60), dtype=torch.uint8) for _ in range(2)]
+    batch = samples(size=60)
+    log = model.train_step(dict(inputs=images, data_samples=batch),
+                           OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.01)))
+    assert torch.isfinite(log['loss']) and log['loss'] > 0 and 'loss_dice_0' in log
+    model.eval()
+    out = model.val_step(dict(inputs=images, data_samples=samples(size=60)))
+    assert out[0].pred_sem_seg.data.shape == (1, 60, 60)
