@@ -1,8 +1,8 @@
 """Mask2Former (Cheng et al. 2022) over any zoo backbone: backbone -> pixel decoder -> masked-attention decoder.
 
-A hierarchical backbone (Swin, CvT, CoAtNet: maps at strides 4..32) feeds the pixel decoder
-(:class:`heads.decode_heads.mask2former_pixel_decoder.Mask2FormerPixelDecoder`) directly; a plain one (one stride,
-ViT/16) goes through ``neck`` first, by default ViTDet's simple feature pyramid to strides 4, 8, 16, 32
+A hierarchical backbone (Swin, CvT, CoAtNet: maps at strides 4..32; of a stride tapped twice, the last map) feeds the
+pixel decoder (:class:`heads.decode_heads.mask2former_pixel_decoder.Mask2FormerPixelDecoder`) directly; a plain one
+(one stride, ViT/16) goes through ``neck`` first, by default ViTDet's simple feature pyramid to strides 4, 8, 16, 32
 (:class:`heads.necks.SimpleFeaturePyramid`; its extra max-pooled level is not read). The transformer decoder
 (:class:`heads.decode_heads.mask2former_decoder.Mask2FormerTransformerDecoder`) gives class and mask logits per layer.
 
@@ -43,7 +43,11 @@ class Mask2Former(MaskClassificationModel):
             neck = MODELS.build({'in_channels': described['in_channels'], 'in_strides': described['in_strides'],
                                  'out_channels': width, **neck})
         self.neck = neck
-        levels = {'in_channels': described['in_channels'], 'in_strides': described['in_strides']}
+        strides = described['in_strides']
+        last_at_stride = {s: i for i, s in enumerate(strides)}  # a stride tapped twice (CvT's last stage): its last
+        self.taps = sorted(last_at_stride.values(), key=lambda i: strides[i])
+        levels = {'in_channels': [described['in_channels'][i] for i in self.taps],
+                  'in_strides': [strides[i] for i in self.taps]}
         if neck is not None:  # the pyramid's levels but its max-pooled last
             levels = {'in_channels': [neck.out_channels] * (len(neck.out_strides) - 1),
                       'in_strides': list(neck.out_strides[:-1])}
@@ -55,7 +59,7 @@ class Mask2Former(MaskClassificationModel):
     def backbone_maps(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """The maps the pixel decoder reads, finest first."""
         maps = self.backbone.forward_taps(inputs).maps
-        return maps if self.neck is None else self.neck(maps)[:-1]
+        return [maps[i] for i in self.taps] if self.neck is None else self.neck(maps)[:-1]
 
     def forward_logits(self, inputs: torch.Tensor):
         """'b 3 H W' -> (class logits 'b q (c+1)', mask logits 'b q H/4 W/4', aux: the earlier layers' pairs)."""

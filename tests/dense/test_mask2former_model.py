@@ -9,6 +9,7 @@ from heads.registry import MODELS
 
 SWIN = dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', embed_dim=16, depths=[1, 1, 1, 1],
             num_heads=[1, 1, 2, 2], window=4)
+CVT = dict(type='ZooBackbone', name='cvt_13_224', embed_dims=(16, 32, 64), num_heads=(1, 2, 2), depths=(1, 1, 1))
 VIT = dict(type='ZooBackbone', name='vit_base_patch16_224', embed_dim=32, depth=2, num_heads=2, img_size=64)
 
 
@@ -23,14 +24,14 @@ def tiny(backbone, **kwargs):
         loss=dict(num_points=64), **kwargs))
 
 
-@pytest.mark.parametrize('backbone', [SWIN, VIT], ids=['swin', 'vit'])
+@pytest.mark.parametrize('backbone', [SWIN, VIT, CVT], ids=['swin', 'vit', 'cvt'])
 def test_logits_at_a_quarter_of_a_non_square_input(backbone):
     model = tiny(backbone).eval()
     with torch.no_grad():
         class_logits, mask_logits, aux = model.forward_logits(torch.randn(2, 3, 64, 96))
     assert class_logits.shape == (2, 5, 4) and mask_logits.shape == (2, 5, 16, 24)
     assert [tuple(c.shape) + tuple(m.shape) for c, m in aux] == [(2, 5, 4, 2, 5, 16, 24)] * 2
-    assert (model.neck is None) == (backbone is SWIN)
+    assert (model.neck is None) == (backbone is not VIT)
 
 
 def samples(n=2, size=64):
