@@ -29,12 +29,12 @@ def sine_positions(h: int, w: int, dim: int, device=None, dtype=torch.float32, t
     if dim % 4:
         raise ValueError(f"sine positions need a width divisible by 4, got {dim}")
     half = dim // 2
-    freq = temperature ** (2 * (torch.arange(half, device=device) // 2).to(dtype) / half)  # half
+    freq = temperature ** (2 * (torch.arange(half, device=device) // 2).float() / half)  # half
 
-    def embed(n: int) -> torch.Tensor:  # n half: sin on even channels, cos on odd
-        p = torch.arange(1, n + 1, device=device, dtype=dtype) / (n + 1e-6) * (2 * math.pi)
+    def embed(n: int) -> torch.Tensor:  # n half: sin on even channels, cos on odd (in float32, then ``dtype``)
+        p = torch.arange(1, n + 1, device=device, dtype=torch.float32) / (n + 1e-6) * (2 * math.pi)
         angles = p[:, None] / freq
-        return torch.stack((angles[:, 0::2].sin(), angles[:, 1::2].cos()), -1).flatten(1)
+        return torch.stack((angles[:, 0::2].sin(), angles[:, 1::2].cos()), -1).flatten(1).to(dtype)
 
     y, x = embed(h), embed(w)
     return torch.cat([y[:, None].expand(h, w, half), x[None].expand(h, w, half)], -1).flatten(0, 1)
