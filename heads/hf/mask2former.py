@@ -60,14 +60,15 @@ def convert_mask2former_head_state(state: dict) -> dict:
     (``pixel_decoder.*``, ``decoder.*``); the loss's ``criterion.*`` buffers are dropped."""
     head = {k: v for k, v in state.items() if not k.startswith((BACKBONE, 'criterion.'))}
     out = {}
-    for key, value in rename_keys(head, HEAD_RULES).items():
+    renamed = rename_keys(head, HEAD_RULES)  # one key per key, in order: zip names each key's key in the file
+    for theirs, (key, value) in zip(head, renamed.items()):
         key = _ADAPTER.sub(lambda m: f"pixel_decoder.{'lateral' if m[1] == 'adapter' else 'output'}."
                                      f"{int(m[2]) - 1}.", key)
         key = _MASK_MLP.sub(lambda m: f"decoder.mask_embed.{2 * int(m[1])}.", key)
         packed = _IN_PROJ.match(key)
         if packed:  # nn.MultiheadAttention's [q | k | v] rows
             if value.shape[0] % 3:
-                raise CheckpointLayoutError(key, f"a packed in_proj has 3 * width rows, got {tuple(value.shape)}",
+                raise CheckpointLayoutError(theirs, f"a packed in_proj has 3 * width rows, got {tuple(value.shape)}",
                                             "Use the checkpoint transformers' save_pretrained wrote")
             for name, part in zip('qkv', value.chunk(3)):
                 out[f"{packed[1]}.qkv.{name}.{packed[2]}"] = part

@@ -87,3 +87,16 @@ def test_unsupported_configs_are_refused_naming_the_field(tmp_path):
         mask2former_config_from_hf({**config, 'backbone_config': {**swin, 'use_absolute_embeddings': True}})
     with pytest.raises(HFConfigError, match='Swin backbone'):
         mask2former_config_from_hf({**config, 'backbone_config': {'model_type': 'resnet'}}, 'config.json')
+
+
+def test_a_damaged_checkpoint_names_the_folder_and_its_key(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from zoo.weights.layout_error import CheckpointLayoutError
+    save_hf(tmp_path)
+    state = load_file(tmp_path / 'model.safetensors')
+    key = 'model.transformer_module.decoder.layers.0.cross_attn.in_proj_bias'
+    state[key] = torch.zeros(31)
+    save_file(state, tmp_path / 'model.safetensors', metadata={'format': 'pt'})
+    with pytest.raises(CheckpointLayoutError, match=rf"{tmp_path}.*{key}.*3 \* width rows"):
+        heads.from_pretrained_hf(tmp_path)
