@@ -31,8 +31,9 @@ def allowed_positions(mask_logits: torch.Tensor, size) -> torch.Tensor:
 
 
 class MaskedAttentionLayer(nn.Module):
-    """x 'b q c' queries: x = norm(x + cross(x + query_pos -> memory + memory_pos, memory; allowed)); x = norm(x +
-    self(x + query_pos, x + query_pos, x)); x = norm(x + ffn(x)). ``allowed`` bool 'b 1 q n' (True = may attend)."""
+    """x 'b q c' queries: x = norm(x + cross(x + query_pos -> keys, memory; allowed)); x = norm(x + self(x + query_pos,
+    x + query_pos, x)); x = norm(x + ffn(x)). ``keys`` 'b n c' are the memory plus its positions; ``allowed`` bool
+    'b 1 q n' (True = may attend)."""
 
     def __init__(self, dim: int, num_heads: int, num_queries: int, ffn_dim: int, dropout: float = 0.0):
         super().__init__()
@@ -45,9 +46,8 @@ class MaskedAttentionLayer(nn.Module):
         self.mlp = Mlp(dim, ffn_dim, act_layer=nn.ReLU, drop=dropout)
         self.mlp_norm = nn.LayerNorm(dim)
 
-    def forward(self, x: torch.Tensor, query_pos: torch.Tensor, memory: torch.Tensor, memory_pos: torch.Tensor,
+    def forward(self, x: torch.Tensor, query_pos: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
                 allowed: torch.Tensor | None) -> torch.Tensor:
-        keys = memory + memory_pos
         x = self.cross_norm(x + self.cross_attn(torch.cat([x + query_pos, keys, memory], 1), mask=allowed))
         q = x + query_pos
         x = self.self_norm(x + self.self_attn(torch.cat([q, q, x], 1)))
@@ -91,6 +91,7 @@ class Mask2FormerTransformerDecoder(nn.Module):
                   for proj, m, embed in zip(self.input_proj, levels, self.level_embed)]
         pos = [sine_positions(h, w, self.query_feat.shape[-1], mask_features.device, mask_features.dtype)[None]
                for h, w in shapes]  # 1 (h w) c
+        keys = [m + p for m, p in zip(memory, pos)]  # b (h w) c, the same for every layer reading the level
         b = mask_features.shape[0]
         x = self.query_feat.expand(b, -1, -1)
         query_pos = self.query_pos.expand(b, -1, -1)
@@ -98,7 +99,7 @@ class Mask2FormerTransformerDecoder(nn.Module):
         outputs = [tuple(out)]
         for i, layer in enumerate(self.layers):
             level = i % self.num_levels
-            x = layer(x, query_pos, memory[level], pos[level], allowed)
+            x = layer(x, query_pos, keys[level], memory[level], allowed)
             last = i == len(self.layers) - 1
             *out, allowed = self.predict(x, mask_features, None if last else shapes[(i + 1) % self.num_levels])
             outputs.append(tuple(out))
