@@ -74,14 +74,18 @@ SIZE_FIELDS = ('image_size', 'patch_size', 'hidden_size', 'num_hidden_layers', '
 
 
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
-    """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything) ``save_pretrained`` folder
-    (eval mode); a Mask2Former folder gives our :class:`heads.models.mask2former.Mask2Former`."""
+    """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything, or UperNet with a Swin
+    backbone: :mod:`.upernet`) ``save_pretrained`` folder (eval mode); a Mask2Former folder (Swin backbone) gives our
+    :class:`heads.models.mask2former.Mask2Former` (:mod:`.mask2former`)."""
     check_local(folder)  # an empty path is no folder (Path('') would read the current one)
     folder = Path(folder)
     config_file = folder / 'config.json'
     if not config_file.is_file():
         raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
     config = read_config_json(config_file)
+    if config.get('model_type') == 'upernet':  # UperNetForSemanticSegmentation, Swin backbone (heads.hf.upernet)
+        from .upernet import load_upernet_hf
+        return load_upernet_hf(folder, config, config_file)
     if config.get('model_type') == 'mask2former':  # Mask2FormerForUniversalSegmentation (heads.hf.mask2former)
         from .mask2former import mask2former_from_folder
         return mask2former_from_folder(folder, config, config_file)

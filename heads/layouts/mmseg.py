@@ -22,8 +22,10 @@ mmseg's deepest fusion block has no ``res_conv_unit1`` (it never has a skip inpu
 Detection (:func:`is_mmseg_dpt`) reads names this project's task models never have: mmseg's ViT block and patch
 projection names (``backbone.layers.{i}.ln1`` / ``attn.attn`` / ``ffn.layers``, ``backbone.patch_embed.projection``;
 a bare ``backbone.layers.`` prefix is not one: Swin's stages are ``backbone.layers.{i}.blocks``) and its DPT head's
-(``decode_head.reassemble_blocks`` / ``convs`` / ``fusion_blocks`` / ``conv_seg``). A state with such names and
-keys of neither mmseg's DPT nor ours is refused (:class:`MixedLayoutError`), never half converted.
+(``decode_head.reassemble_blocks`` / ``convs`` / ``fusion_blocks``; not ``conv_seg``, every mmseg head's classifier and
+this project's UperNet heads' too). A state with such names and keys of neither mmseg's DPT nor ours is refused
+(:class:`MixedLayoutError`), never half converted. mmseg's UperNet (Swin) is told apart first
+(:mod:`.mmseg_upernet`).
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ import re
 from zoo.weights import CheckpointError, CheckpointMismatchError
 from zoo.weights.mmseg import VIT_RULES, vit_from_mmseg
 from zoo.weights.rename import rename_keys, rules
+
+from .mmseg_upernet import is_mmseg_upernet, upernet_from_mmseg
 
 _DPT_HEAD_RULES = rules(r"""
     ^reassemble_blocks\.readout_projects\.(\d+)\.0\.            -> neck.reassemble.\1.readout.project.0.
@@ -45,9 +49,9 @@ _DPT_HEAD_RULES = rules(r"""
     ^project\.bn\.                                              -> decode_head.head.1.
     ^conv_seg\.                                                 -> decode_head.head.4.
 """)
-#: Names only mmseg's DPT checkpoints have: its ViT's block parts and patch projection, its DPT head's modules.
+#: Names only mmseg's DPT checkpoints have: its ViT's block parts and patch projection, its DPT head's own modules.
 _SIGNATURE = re.compile(r'^backbone\.(layers\.\d+\.(ln[12]|attn\.attn|ffn\.layers)|patch_embed\.projection)\.'
-                        r'|^decode_head\.(reassemble_blocks|convs|fusion_blocks|conv_seg)\.')
+                        r'|^decode_head\.(reassemble_blocks|convs|fusion_blocks)\.')
 #: The names a whole mmseg DPT segmentor has: under each part, those its rules convert.
 _OWN = {'backbone.': [re.compile(p) for p, _ in VIT_RULES],
         'decode_head.': [re.compile(p) for p, _ in _DPT_HEAD_RULES]}
@@ -90,8 +94,11 @@ def is_mmseg_dpt(state, name: str = 'state dict') -> bool:
 
 
 def from_mmseg(state: dict, family: str | None) -> dict:
-    """The 'mmseg' layout converter: a whole task model (``family`` None) or a ViT backbone."""
+    """The 'mmseg' layout converter: a whole task model (``family`` None: DPT, or UperNet with a Swin backbone,
+    :mod:`.mmseg_upernet`) or a ViT backbone."""
     if family is None:
+        if is_mmseg_upernet(state):
+            return upernet_from_mmseg(state)
         if not is_mmseg_dpt(state):
             raise CheckpointError("no mmseg DPT keys (backbone.layers.{i}.ln1 / attn.attn / ffn.layers, "
                                   "decode_head.reassemble_blocks / convs / fusion_blocks / conv_seg): not an mmseg DPT")

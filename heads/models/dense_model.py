@@ -46,7 +46,7 @@ class DenseModel(TaskModel):
         self.backbone = build(backbone)
         neck = dict(type='DPTNeck') if neck is None else neck
         self.neck = build({**backbone_description(self.backbone), **neck} if isinstance(neck, dict) else neck)
-        self.decode_head = build(decode_head)
+        self.decode_head = self.build_head(decode_head)
         self.channels_last = channels_last
         self.prepare_convolutional_parts(self.neck, self.decode_head)
         self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
@@ -56,6 +56,16 @@ class DenseModel(TaskModel):
             self.check_tile_cfg()
         if self.test_cfg['padding'] not in ('crop', 'resize'):
             raise ValueError(f"test_cfg padding must be 'crop' or 'resize', got {self.test_cfg['padding']!r}")
+
+    def build_head(self, head):
+        """A head from its config; one that reads every level (UperNet's) and names no ``in_channels`` gets the
+        neck's ``level_channels`` (finest first), so that one config fits any backbone."""
+        kind = head.get('type') if isinstance(head, dict) else None
+        reads_levels = getattr(kind if isinstance(kind, type) else MODELS.get(kind) if kind else None, 'reads_levels',
+                               False)
+        if reads_levels and head.get('in_channels') is None and hasattr(self.neck, 'level_channels'):
+            head = {**head, 'in_channels': list(self.neck.level_channels)}
+        return build(head)
 
     def check_tile_cfg(self) -> None:
         """test_cfg mode='tile' names ``crop_size`` (h, w), multiples of :attr:`input_multiple`, and ``overlap``."""
@@ -93,9 +103,15 @@ class DenseModel(TaskModel):
         maps, prefixes = self.backbone.forward_taps(inputs)
         return self.neck(maps, prefixes)
 
+    @staticmethod
+    def head_input(features: list[torch.Tensor], head: nn.Module):
+        """What ``head`` reads of the neck's maps (deepest first): the finest, or every level finest first for a
+        head with ``reads_levels`` (UperNet's heads)."""
+        return features[::-1] if getattr(head, 'reads_levels', False) else features[-1]
+
     def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:
         """Head output resized to the input size: 'b c H W -> b k H W'."""
-        out = self.decode_head(self.extract_features(inputs)[-1])
+        out = self.head_output(inputs)
         if out.shape[-2:] != inputs.shape[-2:]:
             out = interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
         return out
@@ -107,7 +123,7 @@ class DenseModel(TaskModel):
 
     def head_output(self, inputs: torch.Tensor) -> torch.Tensor:
         """The head's output at its own resolution: 'b c H W -> b k h w'."""
-        return self.decode_head(self.extract_features(inputs)[-1])
+        return self.decode_head(self.head_input(self.extract_features(inputs), self.decode_head))
 
     def inference(self, inputs: torch.Tensor) -> torch.Tensor:
         """The test-time prediction with the configured strategy (at the head's resolution with padding='resize'

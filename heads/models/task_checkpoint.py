@@ -1,5 +1,5 @@
 """Loading a whole task model's checkpoint: this project's layout, or mmseg's DPT segmentor
-(:mod:`heads.layouts.mmseg`), told apart by its keys."""
+(:mod:`heads.layouts.mmseg`) or UperNet Swin segmentor (:mod:`heads.layouts.mmseg_upernet`), told apart by its keys."""
 from __future__ import annotations
 
 import copy
@@ -10,12 +10,13 @@ from torch import nn
 from zoo.weights import CheckpointError, LoadReport, load_pretrained, read_state_dict
 
 from ..layouts.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
+from ..layouts.mmseg_upernet import is_mmseg_upernet, upernet_from_mmseg
 
 
 def task_checkpoint_layout(state, name: str = 'state dict') -> str:
-    """'mmseg' for an mmseg DPT checkpoint, else 'zoo'; mmseg names mixed with others raise
+    """'mmseg' for an mmseg DPT or UperNet (Swin) checkpoint, else 'zoo'; mmseg DPT names mixed with others raise
     :class:`heads.layouts.mmseg.MixedLayoutError` naming ``name``."""
-    return 'mmseg' if is_mmseg_dpt(state, name) else 'zoo'
+    return 'mmseg' if is_mmseg_upernet(state) or is_mmseg_dpt(state, name) else 'zoo'
 
 
 class NonFiniteWeightsError(CheckpointError):
@@ -46,7 +47,9 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
     if finite:
         check_finite(state, name or 'state dict')
     layout = task_checkpoint_layout(state, name or 'state dict')
-    if layout == 'mmseg':
+    if layout == 'mmseg' and is_mmseg_upernet(state):
+        state = upernet_from_mmseg(state)
+    elif layout == 'mmseg':
         state = dpt_from_mmseg(state)
         check_patch_bias(state, model)
     return load_pretrained(model, state, format='zoo', strict=strict, name=name, layout=layout)

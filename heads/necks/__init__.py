@@ -1,7 +1,8 @@
 """Necks: turn backbone levels into the multi-scale maps heads read."""
 from .depth_anything import DepthAnythingNeck
 from .dpt import DPTNeck, FusionBlock, Readout, ReassembleLevel, ResidualConvUnit
+from .levels import PyramidLevels
 from .pyramid import HierarchicalFPN, LayerNorm2d, SimpleFeaturePyramid, pyramid_for
 
-__all__ = ['DPTNeck', 'DepthAnythingNeck', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'Readout',
+__all__ = ['DPTNeck', 'DepthAnythingNeck', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'PyramidLevels', 'Readout',
            'ReassembleLevel', 'ResidualConvUnit', 'SimpleFeaturePyramid', 'pyramid_for']

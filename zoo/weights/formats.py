@@ -7,7 +7,7 @@ from torch import nn
 from .hf import FROM_HF
 from .io import CheckpointError
 from .layout_error import CheckpointLayoutError
-from .mmseg import vit_from_mmseg
+from .mmseg import swin_from_mmseg, vit_from_mmseg
 from .official import FROM_OFFICIAL
 from .timm import FROM_TIMM
 
@@ -35,7 +35,7 @@ def _from_task_model(state: dict, family: str) -> dict:
 
 CONVERTERS = {'zoo': _from_zoo, 'timm': _by_family('timm', FROM_TIMM), 'hf': _by_family('hf', FROM_HF),
               'official': _by_family('official', FROM_OFFICIAL), 'task': _from_task_model,
-              'mmseg': _by_family('mmseg', {'vit': vit_from_mmseg})}
+              'mmseg': _by_family('mmseg', {'vit': vit_from_mmseg, 'swin': swin_from_mmseg})}
 
 
 def to_zoo_layout(state: dict, model: nn.Module, format: str = 'auto') -> tuple[dict, str]:
