@@ -1,8 +1,6 @@
 """transformers' ``Mask2FormerForUniversalSegmentation`` folders (a Swin backbone) as this project's
-:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits wherever every Swin stage map is
-a multiple of the window and larger than it (e.g. 448 with window 7): transformers' Swin pads to the window before
-the shifted windows' roll and never shrinks a window, ours (as timm) rolls, then pads, and fits the window to smaller
-maps.
+:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits at any input size (the Swin built
+with transformers' window layout, ``window_layout='mmseg'``: :func:`heads.hf.upernet.swin_fields`).
 
 :func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
 names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
@@ -25,6 +23,7 @@ from zoo.weights.swin import swin_from_hf
 from ..registry import MODELS
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_model_size
+from .upernet import swin_fields
 
 BACKBONE = 'model.pixel_level_module.encoder.'
 
@@ -78,32 +77,17 @@ def convert_mask2former_head_state(state: dict) -> dict:
 
 
 def _swin_fields(config: dict, source) -> dict:
-    """The Swin backbone's checked fields, as :func:`zoo.create_backbone` overrides."""
+    """The Swin backbone's checked fields (:func:`heads.hf.upernet.swin_fields`, built with transformers' window
+    layout), as a ``ZooBackbone`` config; all four stages tapped."""
     inner = config.get('backbone_config')
     if not isinstance(inner, dict) or inner.get('model_type') != 'swin' or config.get('backbone'):
         raise HFConfigError(f"{source}: only a Swin backbone (backbone_config with model_type 'swin') is supported, "
                             f"got {inner.get('model_type') if isinstance(inner, dict) else inner!r}")
-    b = _Fields(inner, f"{source} backbone_config")
-    depths = b.integers('depths', None, 1, 64)
-    heads = b.integers('num_heads', len(depths), 1, 1 << 10)
-    if len(depths) != 4:
-        b.fail('depths', 'a list of 4 stage depths')
-    if b.get('hidden_act', 'gelu') != 'gelu':
-        b.fail('hidden_act', "'gelu'")
-    if b.get('out_features', None) not in (None, ['stage1', 'stage2', 'stage3', 'stage4']):
-        b.fail('out_features', "['stage1', 'stage2', 'stage3', 'stage4'] (Mask2Former reads all four stages)")
-    if b.integer('patch_size', 4) != 4:
-        b.fail('patch_size', '4')
-    if b.flag('use_absolute_embeddings', False):
-        b.fail('use_absolute_embeddings', 'false (Swin without an absolute position table)')
-    if b.number('layer_norm_eps', 1e-5, 0.0, 1.0) != 1e-5:
-        b.fail('layer_norm_eps', "1e-05 (our Swin's LayerNorms)")
-    embed = b.integer('embed_dim', 96)
-    if any(embed * 2 ** i % h for i, h in enumerate(heads)):
-        b.fail('num_heads', f"divisors of each stage's width (embed_dim {embed} doubling)")
-    return dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', embed_dim=embed, depths=depths,
-                num_heads=heads, window=b.integer('window_size', 7), mlp_ratio=b.number('mlp_ratio', 4.0, 0.25, 64),
-                qkv_bias=b.flag('qkv_bias', True), img_size=b.integer('image_size', 224))
+    fields = swin_fields(config, source)
+    if fields['out_indices'] != [0, 1, 2, 3]:
+        raise HFConfigError(f"{source}: backbone_config field 'out_features' must name all four stages "
+                            f"['stage1', 'stage2', 'stage3', 'stage4'] (Mask2Former reads all four)")
+    return dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', **fields)
 
 
 def mask2former_config_from_hf(config: dict, source='config.json') -> dict:

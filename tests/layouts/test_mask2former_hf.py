@@ -1,8 +1,8 @@
 """Our Mask2Former built from a transformers ``Mask2FormerForUniversalSegmentation`` save_pretrained folder (Swin
-backbone) through ``heads.from_pretrained_hf`` gives transformers' class and mask logits, per layer too.
+backbone) through ``heads.from_pretrained_hf`` gives transformers' class and mask logits, per layer too, and its loss.
 
-Every Swin stage's map is larger than the window here: transformers' SwinBackbone always partitions and shifts
-(``always_partition``), where ours (as timm) fits the window to a smaller map and does not shift it."""
+Window 7 on stage maps of 16 down to 2 (64x64) and 16x32 down to 2x4 (64x128): no stage map is a multiple of the
+window and the last are smaller than it, where transformers' Swin pads before its shift and keeps the window."""
 import pytest
 import torch
 
@@ -18,8 +18,8 @@ TINY = dict(feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_feedfo
             decoder_layers=4, num_attention_heads=2, dim_feedforward=40, num_queries=6, num_labels=3)
 
 
-def save_hf(tmp_path, image_size=128, **overrides):
-    swin = transformers.SwinConfig(embed_dim=16, depths=[2, 1, 2, 1], num_heads=[1, 2, 2, 4], window_size=2,
+def save_hf(tmp_path, image_size=64, **overrides):
+    swin = transformers.SwinConfig(embed_dim=16, depths=[2, 1, 2, 1], num_heads=[1, 2, 2, 4], window_size=7,
                                    image_size=image_size, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
     config = transformers.Mask2FormerConfig(backbone_config=swin, **{**TINY, **overrides})
     torch.manual_seed(0)
@@ -40,7 +40,7 @@ def test_logits_equal_transformers_at_the_configured_another_and_a_non_square_si
     ours = heads.from_pretrained_hf(tmp_path)
     assert isinstance(ours, Mask2Former)
     with torch.no_grad():
-        for size in ((128, 128), (192, 192), (128, 256)):
+        for size in ((64, 64), (96, 96), (64, 128)):
             x = torch.randn(2, 3, *size)
             expected = hf(pixel_values=x, output_auxiliary_logits=True)
             class_logits, mask_logits, aux = ours.forward_logits(x)
@@ -63,9 +63,9 @@ def test_loss_equals_transformers_on_a_fixed_batch(tmp_path):
     hf = save_hf(tmp_path, train_num_points=64)
     ours = heads.from_pretrained_hf(tmp_path)
     torch.manual_seed(1)
-    x = torch.randn(2, 3, 128, 128)
+    x = torch.randn(2, 3, 64, 64)
     labels = [torch.tensor([0, 2]), torch.tensor([1])]
-    masks = [torch.rand(2, 128, 128) > 0.5, torch.rand(1, 128, 128) > 0.7]
+    masks = [torch.rand(2, 64, 64) > 0.5, torch.rand(1, 64, 64) > 0.7]
     samples = [BaseDataElement(gt_instances=InstanceData(labels=lab, masks=m)) for lab, m in zip(labels, masks)]
     torch.manual_seed(2)
     expected = hf(pixel_values=x, mask_labels=[m.float() for m in masks], class_labels=labels).loss
