@@ -28,9 +28,9 @@ metric's mean, standard deviation (<metric>_std) and 95% confidence interval (me
 the plot draws the intervals, and a second table tests every pair (paired t-test over seeds, Holm-adjusted:
 tools/lab/benchmark/stats.py says why). An interrupted comparison reruns only the runs without a result.json.
 
-Budgets (--budget): 'iters' (default: the config's max_iters for all), 'flops:T' (T TFLOP of training each:
-3 x forward MACs x 2 per image) or 'time:S' (S seconds of forward+backward each, timed here); the schedule is
-rescaled to each backbone's length (tools/lab/benchmark/budget.py).
+Budgets (--budget): 'iters' (default: the config's max_iters for all), 'iters:N' (N for all), 'flops:T' (T TFLOP of
+training each: 3 x forward MACs x 2 per image) or 'time:S' (S seconds of forward+backward each, timed here); the
+schedule is rescaled to each backbone's length (tools/lab/benchmark/budget.py).
 
 Speed columns: forward_img_s is timed at the training crop in rounds alternating with a 2048^3 matmul, so a busy
 machine shows as a low matmul rate; a row measured at under 75% of the best matmul rate of the table is marked in
@@ -68,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--seeds', type=positive, default=1, metavar='N',
                         help='runs per backbone with seeds s..s+N-1 (s: the config\'s randomness.seed); N >= 2 adds '
                              'standard deviations, 95%% intervals and pairwise tests')
-    parser.add_argument('--budget', default='iters', metavar='iters|flops:TFLOP|time:SECONDS',
-                        help='equal iterations (default), equal training TFLOP, or equal training seconds per backbone')
+    parser.add_argument('--budget', default='iters', metavar='iters[:N]|flops:TFLOP|time:SECONDS',
+                        help="the config's iterations (default) or N for every run (the schedule rescaled), equal "
+                             "training TFLOP, or equal training seconds per backbone")
     parser.add_argument('--quick', action='store_true',
                         help=f'a first try: at most {QUICK_ITERS} training iterations, validation on the first '
                              f'{QUICK_VAL_SAMPLES} samples (numbers for a smoke test, not for a comparison)')

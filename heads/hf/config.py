@@ -39,14 +39,14 @@ def read_config_json(path: Path) -> dict:
 class _Fields:
     """Typed access to a config dict; every failure names the file and the field."""
 
-    def __init__(self, config: dict, source):
-        self.config, self.source = config, source
+    def __init__(self, config: dict, source, writer: str = 'DPTConfig'):
+        self.config, self.source, self.writer = config, source, writer  # writer: the transformers config class
 
     def fail(self, name: str, wanted: str):
         value = self.config.get(name)
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + '...'
         raise HFConfigError(f"{self.source}: field {name!r} must be {wanted}, got {shown} "
-                            f"({type(value).__name__}); fix or remove it (a transformers DPTConfig writes it so)")
+                            f"({type(value).__name__}); fix or remove it (a transformers {self.writer} writes it so)")
 
     def get(self, name: str, default):
         return self.config.get(name, default) if self.config.get(name) is not None else default
@@ -152,7 +152,7 @@ def hf_bit_fields(f: _Fields, taps: list[int], neck_hidden_sizes: list[int]) -> 
     bit = f.config.get('backbone_config') or {}
     if not isinstance(bit, dict):
         f.fail('backbone_config', 'an object of BiT config fields (or absent)')
-    b = _Fields(bit, f"{f.source}: backbone_config")
+    b = _Fields(bit, f"{f.source}: backbone_config", 'BitConfig')
     if bit.get('model_type', 'bit') != 'bit':
         b.fail('model_type', "'bit' (DPT-Hybrid's backbone)")
     if b.choice('layer_type', 'bottleneck', ('bottleneck', 'preactivation')) != 'bottleneck':

@@ -25,7 +25,7 @@ def _taps(f: _Fields, layers: int) -> list[int]:
     if f.config.get('out_indices') is None and isinstance(names, list):  # 'stageN' names only
         if not all(isinstance(n, str) and re.fullmatch(r'stage\d+', n) for n in names):
             f.fail('out_features', "a list of 'stageN' names")
-        f = _Fields({**f.config, 'out_indices': [int(n[5:]) for n in names]}, f.source)
+        f = _Fields({**f.config, 'out_indices': [int(n[5:]) for n in names]}, f.source, f.writer)
     stages = f.integers('out_indices', None, 1, layers)
     if stages != sorted(set(stages)):
         f.fail('out_indices', f"distinct increasing stage numbers from 1 to {layers}")
@@ -36,13 +36,13 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
     """Our model config equivalent to a transformers ``DepthAnythingConfig`` dict (fields checked first)."""
     if config.get('model_type') != 'depth_anything':
         raise HFConfigError(f"{source}: not a Depth Anything config (model_type={config.get('model_type')!r})")
-    f = _Fields(config, source)
+    f = _Fields(config, source, 'DepthAnythingConfig')
     inner = config.get('backbone_config') or dict(_DEFAULT_BACKBONE)
     if not isinstance(inner, dict) or inner.get('model_type') != 'dinov2' or config.get('backbone'):
         raise HFConfigError(f"{source}: only a DINOv2 backbone (backbone_config with model_type 'dinov2') is "
                             f"supported, got {inner.get('model_type') if isinstance(inner, dict) else inner!r}")
     b = _Fields({**{k: v for k, v in _DEFAULT_BACKBONE.items() if k != 'out_indices'}, **inner},
-                f"{source} backbone_config")
+                f"{source} backbone_config", 'Dinov2Config')
     if b.get('hidden_act', 'gelu') != 'gelu':
         b.fail('hidden_act', "'gelu'")
     hidden, heads = b.integer('hidden_size'), b.integer('num_attention_heads')

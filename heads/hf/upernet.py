@@ -37,7 +37,7 @@ def swin_fields(config: dict, source) -> dict:
         raise HFConfigError(f"{source}: only UperNet with a transformers Swin backbone_config (model_type 'swin') is "
                             f"supported, got backbone={config.get('backbone')!r}, backbone_config model_type="
                             f"{swin.get('model_type') if isinstance(swin, dict) else swin!r}")
-    b = _Fields(swin, f"{source}: backbone_config")
+    b = _Fields(swin, f"{source}: backbone_config", 'SwinConfig')
     if b.get('hidden_act', 'gelu') != 'gelu':
         b.fail('hidden_act', "'gelu'")
     if b.flag('use_absolute_embeddings', False):
@@ -64,7 +64,7 @@ def upernet_config_from_hf(config: dict, source='config.json') -> dict:
     """Our Segmentor config equivalent to a transformers UperNet (Swin) config dict (see the module docstring)."""
     if config.get('model_type') != 'upernet':
         raise HFConfigError(f"{source}: not an UperNet config (model_type={config.get('model_type')!r})")
-    f = _Fields(config, source)
+    f = _Fields(config, source, 'UperNetConfig')
     backbone = dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', **swin_fields(config, source))
     check_blocks(source, {'backbone_config.depths': sum(backbone['depths'])})
     widths = [backbone['embed_dim'] * 2 ** i for i in backbone['out_indices']]

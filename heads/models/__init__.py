@@ -3,11 +3,14 @@ and inference on images (:mod:`.predictor`)."""
 from .classifier import ImageClassifier
 from .depth_estimator import DepthEstimator
 from .detector import TorchvisionDetector
+from .eomt import EoMT
+from .eomt_parts import MaskAnnealingHook
 from .mae import MAEPretrainer
 from .mask2former import Mask2Former
 from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
-__all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'ImageClassifier', 'MAEPretrainer',
-           'Mask2Former', 'MaskClassificationModel', 'Segmentor', 'TorchvisionDetector']
+__all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'EoMT', 'ImageClassifier',
+           'MAEPretrainer', 'Mask2Former', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor',
+           'TorchvisionDetector']

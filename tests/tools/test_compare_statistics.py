@@ -79,7 +79,10 @@ def test_budgets_follow_their_formulas():
     derived = budget.budget_iterations(cfg, crop, budget.parse_budget('flops:0.5'))
     assert derived['iters'] == round(0.5e12 / per_iter)
     assert derived['train_TFLOP_per_iter'] == pytest.approx(per_iter / 1e12)
-    for bad, message in [('flop:3', 'unknown budget'), ('time:0', 'positive amount'), ('iters:5', 'takes no amount')]:
+    assert budget.budget_iterations(cfg, crop, budget.parse_budget('iters:7')) == {'iters': 7}
+    assert budget.budget_iterations(cfg, crop, budget.parse_budget('iters')) == {'iters': cfg.train_cfg.max_iters}
+    for bad, message in [('flop:3', 'unknown budget'), ('time:0', 'positive amount'), ('iters:2.5', 'whole number'),
+                         ('iters:0', 'whole number')]:
         with pytest.raises(ValueError, match=message):
             budget.parse_budget(bad)
 

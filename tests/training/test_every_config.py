@@ -148,6 +148,12 @@ def small_config(config: str, tmp_path: Path) -> Path:
     kind = cfg.model.type
     if kind in ('Segmentor', 'DepthEstimator'):
         shrink_dense(cfg)
+    elif kind == 'EoMT':  # mask classification on the synthetic scenes' label maps
+        cfg.model.backbone.update(SMALL_BACKBONES.get(cfg.model.backbone.name, {}), pretrained=None)
+        cfg.model.num_classes = len(SYNTHETIC_CLASSES)
+        for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+            cfg[name].dataset = synthetic(False)
+        cfg.predict_scale = SIZE
     elif kind == 'ImageClassifier':
         root = image_folder(tmp_path / 'patches', cfg.classes)
         for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
@@ -241,5 +247,5 @@ def test_config_round_trips_its_own_checkpoint(config, tmp_path):
 
 def test_every_model_kind_of_the_configs_has_its_paths_or_a_reason():
     kinds = {Config.fromfile(str(ROOT / 'configs' / c)).model.type for c in CONFIGS}
-    assert kinds == {'Segmentor', 'DepthEstimator', 'ImageClassifier', 'TorchvisionDetector', 'MAEPretrainer'}
+    assert kinds == {'Segmentor', 'DepthEstimator', 'ImageClassifier', 'TorchvisionDetector', 'MAEPretrainer', 'EoMT'}
     assert {kind for _, kind in NOT_APPLICABLE} <= kinds

@@ -153,12 +153,12 @@ class PooledBlock(Block):
         self.shortcut = Downsample(in_dim, dim, pool, bias=shortcut_bias)
         self.pool = Downsample(in_dim, pool=pool)
 
-    def _attention_residual(self, x, grid, return_attn):
+    def _attention_residual(self, x, grid, return_attn, mask=None):
         h, w = grid
         shortcut = rearrange(self.shortcut(rearrange(x, 'b (h w) c -> b c h w', h=h, w=w)), 'b d h w -> b (h w) d')
         pooled = self.pool(rearrange(self.norm1(x), 'b (h w) c -> b c h w', h=h, w=w))
         out = self.attn(rearrange(pooled, 'b c h w -> b (h w) c'), grid=tuple(pooled.shape[-2:]),
-                        return_attn=return_attn)
+                        return_attn=return_attn, **({} if mask is None else {'mask': mask}))
         out, attn = out if return_attn else (out, None)
         return shortcut + self.drop_path1(out), attn
 

@@ -2,7 +2,8 @@
 training time, so that a backbone 3x slower than another is not given 3x the compute (``tools/compare.py
 --budget``).
 
-- ``iters``: every backbone runs the config's ``train_cfg.max_iters``.
+- ``iters``: every backbone runs the config's ``train_cfg.max_iters``; ``iters:N``: every one runs N iterations (a
+  short run of a longer recipe, its schedule rescaled as below).
 - ``flops:T``: each runs ``round(T * 1e12 / flops_per_iter)`` iterations, where one iteration costs
   3 x (2 x MACs of one image at the training crop) x batch: the forward's multiply-adds, and a backward of twice
   the forward (the usual estimate; Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1).
@@ -36,14 +37,15 @@ def parse_budget(spec: str) -> tuple[str, float | None]:
     if kind not in KINDS:
         raise ValueError(f"unknown budget {spec!r}: use iters, flops:TFLOP (e.g. flops:50) or time:SECONDS "
                          f"(e.g. time:600)")
-    if kind == 'iters':
-        if amount:
-            raise ValueError("'iters' takes no amount: it keeps each config's train_cfg.max_iters")
+    if kind == 'iters' and not amount:
         return kind, None
     try:
         value = float(amount)
     except ValueError:
         value = -1.0
+    if kind == 'iters' and not (value >= 1 and value == int(value)):
+        raise ValueError(f"budget {spec!r}: iters takes a whole number of iterations, e.g. iters:100 (or plain "
+                         f"'iters': each config's train_cfg.max_iters)")
     if not value > 0:
         raise ValueError(f"budget {spec!r} needs a positive amount after the colon, e.g. {kind}:"
                          f"{'50' if kind == 'flops' else '600'}")
@@ -91,7 +93,7 @@ def budget_iterations(cfg, crop: tuple[int, int], budget: tuple[str, float | Non
     """The iterations ``cfg`` gets under ``budget``, with what they were derived from (for the table)."""
     kind, amount = budget
     if kind == 'iters':
-        return {'iters': cfg.train_cfg.max_iters}
+        return {'iters': cfg.train_cfg.max_iters if amount is None else int(amount)}
     if kind == 'flops':
         per_iter = training_flops_per_iter(cfg, crop)
         return {'iters': max(1, round(amount * 1e12 / per_iter)), 'train_TFLOP_per_iter': per_iter / 1e12}

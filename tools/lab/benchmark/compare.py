@@ -187,7 +187,7 @@ def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tup
     The derivation is kept in OUT/<name>/budget.json with the budget and the config's digest, so that a resumed
     comparison trains to the same length even under a time budget (whose per-iteration time would be measured anew
     otherwise); another budget or config derives it anew (said in a warning)."""
-    if budget[0] == 'iters':
+    if budget == ('iters', None):
         return cfg, {}
     record = out / name / 'budget.json'
     basis = {'budget': list(budget), 'config_digest': digest(canonical_config(cfg))}
