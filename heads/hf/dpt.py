@@ -76,7 +76,8 @@ SIZE_FIELDS = ('image_size', 'patch_size', 'hidden_size', 'num_hidden_layers', '
 def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything, or UperNet with a Swin
     backbone: :mod:`.upernet`) ``save_pretrained`` folder (eval mode); an ``EomtForUniversalSegmentation`` (or
-    EoMT-DINOv3) folder gives our EoMT (:mod:`heads.hf.eomt`)."""
+    EoMT-DINOv3) folder gives our EoMT (:mod:`heads.hf.eomt`), a Mask2Former folder (Swin backbone) our
+    :class:`heads.models.mask2former.Mask2Former` (:mod:`.mask2former`)."""
     check_local(folder)  # an empty path is no folder (Path('') would read the current one)
     folder = Path(folder)
     config_file = folder / 'config.json'
@@ -86,6 +87,9 @@ def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
     if config.get('model_type') == 'upernet':  # UperNetForSemanticSegmentation, Swin backbone (heads.hf.upernet)
         from .upernet import load_upernet_hf
         return load_upernet_hf(folder, config, config_file)
+    if config.get('model_type') == 'mask2former':  # Mask2FormerForUniversalSegmentation (heads.hf.mask2former)
+        from .mask2former import mask2former_from_folder
+        return mask2former_from_folder(folder, config, config_file)
     if config.get('model_type') in ('eomt', 'eomt_dinov3'):  # EomtForUniversalSegmentation (heads.hf.eomt)
         from .eomt import convert_hf_eomt_dinov3_state, convert_hf_eomt_state, eomt_config_from_hf
         model_cfg = eomt_config_from_hf(config, config_file)

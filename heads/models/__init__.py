@@ -6,9 +6,11 @@ from .detector import TorchvisionDetector
 from .eomt import EoMT
 from .eomt_parts import MaskAnnealingHook
 from .mae import MAEPretrainer
+from .mask2former import Mask2Former
 from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'EoMT', 'ImageClassifier',
-           'MAEPretrainer', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor', 'TorchvisionDetector']
+           'MAEPretrainer', 'Mask2Former', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor',
+           'TorchvisionDetector']

@@ -28,7 +28,7 @@ from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool, ProbePool
 from .pos_embed import CroppedPosEmbed, LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
-from .qkv import ConvQKV, FusedQKV, ProbeQKV, QVBiasQKV, SeparateQKV, SplitQKV, StridedQueryQKV
+from .qkv import ConvQKV, FusedQKV, ProbeQKV, QVBiasQKV, SeparateInputsQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .std_conv import MaxPool2dSame, StdConv2d, pad_same
 from .tokens import PrefixTokens
@@ -39,7 +39,8 @@ __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLine
            'ConvBN', 'ConvQKV', 'CroppedPosEmbed', 'DropPath', 'Dropout', 'FusedQKV', 'GELUTanh', 'Grid',
            'LayerNorm6', 'LayerScale', 'LearnedPosEmbed', 'Linear', 'LinearBN', 'MaxPool2dSame', 'Mlp', 'NoWeightDecay',
            'PatchEmbed', 'PreNormLinear',
-           'PrefixTokens', 'ProbePool', 'ProbeQKV', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp', 'SeparateQKV',
+           'PrefixTokens', 'ProbePool', 'ProbeQKV', 'QVBiasQKV', 'QuickGELU', 'RelPosBias', 'RelPosMlp',
+           'SeparateInputsQKV', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
            'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
            'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']

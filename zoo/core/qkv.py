@@ -2,8 +2,9 @@
 
 Each takes tokens 'b n c' (and the grid, for the parts that need it) and returns q 'b m c', k 'b n c', v 'b n c':
 m = n, but for :class:`SeparateQKV` built with ``num_queries`` (the first m tokens ask), :class:`ProbeQKV` (m
-probe tokens ask the n tokens after them: k and v 'b (n - m) c') and
-:class:`StridedQueryQKV` (the tokens of a subgrid ask).
+probe tokens ask the n tokens after them: k and v 'b (n - m) c'),
+:class:`StridedQueryQKV` (the tokens of a subgrid ask) and :class:`SeparateInputsQKV` (q, k and v each from tokens
+of its own).
 """
 from __future__ import annotations
 
@@ -160,3 +161,28 @@ class StridedQueryQKV(nn.Module):
         queries = rearrange(x, 'b (h w) c -> b h w c', h=grid[0], w=grid[1])[:, ::s, ::s]
         k, v = self.kv(x).split(self.kv_widths, dim=-1)
         return self.q(queries.flatten(1, 2)), k, v
+
+
+class SeparateInputsQKV(nn.Module):
+    """q, k and v each from tokens of its own (DETR-style attention, Mask2Former's decoder: positions added to the
+    queries and keys but not to the values): x is 'b (m + n + n) c', the m query inputs, then the n key inputs, then
+    the n value inputs; three Linears ``q``, ``k``, ``v`` project them. m is ``num_queries``; n follows from x.
+    Self-attention passes [t + pos, t + pos, t] (m = n), cross-attention [queries + pos, memory + pos, memory]."""
+
+    def __init__(self, dim: int, num_queries: int, bias: bool = True):
+        super().__init__()
+        self.num_queries = num_queries
+        self.q = nn.Linear(dim, dim, bias=bias)
+        self.k = nn.Linear(dim, dim, bias=bias)
+        self.v = nn.Linear(dim, dim, bias=bias)
+
+    def forward(self, x: torch.Tensor, grid=None):
+        m = self.num_queries
+        n, odd = divmod(x.shape[1] - m, 2)
+        if odd or n < 1:
+            raise ValueError(f"SeparateInputsQKV takes 'b (m + n + n) c' tokens with m = {m} queries, got "
+                             f"{x.shape[1]} tokens: pass the queries, then the keys, then as many values")
+        return self.q(x[:, :m]), self.k(x[:, m:m + n]), self.v(x[:, m + n:])
+
+    def extra_repr(self) -> str:
+        return f"num_queries={self.num_queries}"

@@ -1,0 +1,162 @@
+"""transformers' ``Mask2FormerForUniversalSegmentation`` folders (a Swin backbone) as this project's
+:class:`heads.models.mask2former.Mask2Former`, with identical class and mask logits at any input size (the Swin built
+with transformers' window layout, ``window_layout='mmseg'``: :func:`heads.hf.upernet.swin_fields`).
+
+:func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
+names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
+the transformer decoder's and the class head's keys (the cross-attention's packed ``in_proj`` split into q, k, v);
+the Swin backbone's keys go through :func:`zoo.weights.swin.swin_from_hf`; :func:`mask2former_from_folder` is
+:func:`heads.from_pretrained_hf`'s path for ``model_type`` 'mask2former'.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from zoo.weights import load_pretrained, read_state_dict
+from zoo.weights.layout_error import CheckpointLayoutError
+from zoo.weights.rename import rename_keys, rules
+from zoo.weights.swin import swin_from_hf
+
+from ..registry import MODELS
+from .config import HFConfigError, _Fields, check_literal
+from .model_size import check_blocks, check_model_size
+from .upernet import swin_fields
+
+BACKBONE = 'model.pixel_level_module.encoder.'
+
+HEAD_RULES = rules(r"""
+    ^model\.pixel_level_module\.decoder\.                        -> pixel_decoder.
+    ^pixel_decoder\.input_projections\.                          -> pixel_decoder.input_proj.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn\.           -> pixel_decoder.layers.\1.attn.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn_layer_norm\. -> pixel_decoder.layers.\1.norm1.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.(fc\d)\.               -> pixel_decoder.layers.\1.mlp.\2.
+    ^pixel_decoder\.encoder\.layers\.(\d+)\.final_layer_norm\.     -> pixel_decoder.layers.\1.norm2.
+    ^pixel_decoder\.mask_projection\.                             -> pixel_decoder.mask_proj.
+    ^model\.transformer_module\.                                  -> decoder.
+    ^decoder\.queries_embedder\.weight$                           -> decoder.query_pos
+    ^decoder\.queries_features\.weight$                           -> decoder.query_feat
+    ^decoder\.level_embed\.weight$                                -> decoder.level_embed
+    ^decoder\.input_projections\.                                 -> decoder.input_proj.
+    ^decoder\.decoder\.layers\.(\d+)\.self_attn\.([qkv])_proj\.    -> decoder.layers.\1.self_attn.qkv.\2.
+    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn\.out_proj\. -> decoder.layers.\1.\2_attn.proj.
+    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn_layer_norm\. -> decoder.layers.\1.\2_norm.
+    ^decoder\.decoder\.layers\.(\d+)\.(fc\d)\.                     -> decoder.layers.\1.mlp.\2.
+    ^decoder\.decoder\.layers\.(\d+)\.final_layer_norm\.           -> decoder.layers.\1.mlp_norm.
+    ^decoder\.decoder\.layers\.                                    -> decoder.layers.
+    ^decoder\.decoder\.layernorm\.                                 -> decoder.norm.
+    ^class_predictor\.                                             -> decoder.class_head.
+""")
+_ADAPTER = re.compile(r'^pixel_decoder\.(adapter|layer)_(\d+)\.')
+_MASK_MLP = re.compile(r'^decoder\.decoder\.mask_predictor\.mask_embedder\.(\d+)\.0\.')
+_IN_PROJ = re.compile(r'^(decoder\.layers\.\d+\.cross_attn)\.in_proj_(weight|bias)$')
+
+
+def convert_mask2former_head_state(state: dict) -> dict:
+    """transformers' Mask2Former keys (all but the backbone's, ``model.pixel_level_module.encoder.*``) -> ours
+    (``pixel_decoder.*``, ``decoder.*``); the loss's ``criterion.*`` buffers are dropped."""
+    head = {k: v for k, v in state.items() if not k.startswith((BACKBONE, 'criterion.'))}
+    out = {}
+    renamed = rename_keys(head, HEAD_RULES)  # one key per key, in order: zip names each key's key in the file
+    for theirs, (key, value) in zip(head, renamed.items()):
+        key = _ADAPTER.sub(lambda m: f"pixel_decoder.{'lateral' if m[1] == 'adapter' else 'output'}."
+                                     f"{int(m[2]) - 1}.", key)
+        key = _MASK_MLP.sub(lambda m: f"decoder.mask_embed.{2 * int(m[1])}.", key)
+        packed = _IN_PROJ.match(key)
+        if packed:  # nn.MultiheadAttention's [q | k | v] rows
+            if value.shape[0] % 3:
+                raise CheckpointLayoutError(theirs, f"a packed in_proj has 3 * width rows, got {tuple(value.shape)}",
+                                            "Use the checkpoint transformers' save_pretrained wrote")
+            for name, part in zip('qkv', value.chunk(3)):
+                out[f"{packed[1]}.qkv.{name}.{packed[2]}"] = part
+            continue
+        out[key] = value
+    return out
+
+
+def _swin_fields(config: dict, source) -> dict:
+    """The Swin backbone's checked fields (:func:`heads.hf.upernet.swin_fields`, built with transformers' window
+    layout), as a ``ZooBackbone`` config; all four stages tapped."""
+    inner = config.get('backbone_config')
+    if not isinstance(inner, dict) or inner.get('model_type') != 'swin' or config.get('backbone'):
+        raise HFConfigError(f"{source}: only a Swin backbone (backbone_config with model_type 'swin') is supported, "
+                            f"got {inner.get('model_type') if isinstance(inner, dict) else inner!r}")
+    fields = swin_fields(config, source)
+    if fields['out_indices'] != [0, 1, 2, 3]:
+        raise HFConfigError(f"{source}: backbone_config field 'out_features' must name all four stages "
+                            f"['stage1', 'stage2', 'stage3', 'stage4'] (Mask2Former reads all four)")
+    return dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', **fields)
+
+
+def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
+    """Our Mask2Former model config equivalent to a transformers ``Mask2FormerConfig`` dict (fields checked)."""
+    if config.get('model_type') != 'mask2former':
+        raise HFConfigError(f"{source}: not a Mask2Former config (model_type={config.get('model_type')!r})")
+    f = _Fields(config, source)
+    backbone = _swin_fields(config, source)
+    for name, wanted in (('activation_function', 'relu'), ('pre_norm', False)):
+        if config.get(name, wanted) != wanted:
+            f.fail(name, repr(wanted) + " (the post-norm ReLU decoder Mask2Former trains)")
+    if list(f.get('feature_strides', [4, 8, 16, 32])) != [4, 8, 16, 32]:
+        f.fail('feature_strides', '[4, 8, 16, 32] (the Swin stages)')
+    id2label = config.get('id2label') or {}
+    if not isinstance(id2label, dict):
+        f.fail('id2label', 'an object mapping class ids to names')
+    channels, hidden, mask = f.integer('feature_size', 256), f.integer('hidden_dim', 256), \
+        f.integer('mask_feature_size', 256)
+    if channels % 32:
+        f.fail('feature_size', 'a multiple of 32 (GroupNorm(32))')
+    heads = f.integer('num_attention_heads', 8)
+    for name, width in (('feature_size', channels), ('hidden_dim', hidden)):
+        if width % heads or width % 4:
+            f.fail(name, f"a multiple of 4 and of num_attention_heads {heads}")
+    layers = f.integer('decoder_layers', 10)
+    dropout = f.number('dropout', 0.0, 0.0, 0.99)
+    check_blocks(source, {'encoder_layers': f.integer('encoder_layers', 6), 'decoder_layers': layers,
+                          'backbone_config.depths': sum(backbone['depths'])})
+    pixel_decoder = dict(type='Mask2FormerPixelDecoder', channels=channels, mask_channels=mask,
+                         num_layers=f.integer('encoder_layers', 6, minimum=0), num_heads=heads,
+                         ffn_channels=f.integer('encoder_feedforward_dim', 1024),
+                         common_stride=f.integer('common_stride', 4), dropout=dropout)
+    decoder = dict(type='Mask2FormerTransformerDecoder', num_classes=len(id2label) or f.integer('num_labels', 150),
+                   in_channels=channels, channels=hidden, mask_channels=mask,
+                   num_queries=f.integer('num_queries', 100), num_layers=layers - 1, num_heads=heads,
+                   ffn_channels=f.integer('dim_feedforward', 2048),
+                   input_proj=f.flag('enforce_input_projection', False), dropout=dropout)
+    loss = dict(class_weight=f.number('class_weight', 2.0, 0.0, 1e3),
+                mask_weight=f.number('mask_weight', 5.0, 0.0, 1e3),
+                dice_weight=f.number('dice_weight', 5.0, 0.0, 1e3),
+                no_object_weight=f.number('no_object_weight', 0.1, 0.0, 1.0),
+                num_points=f.integer('train_num_points', 12544),
+                oversample_ratio=f.number('oversample_ratio', 3.0, 1.0, 1e3),
+                importance_sample_ratio=f.number('importance_sample_ratio', 0.75, 0.0, 1.0))
+    model = dict(type='Mask2Former', backbone=backbone, pixel_decoder=pixel_decoder, decoder=decoder, loss=loss)
+    check_literal(model)
+    check_model_size(model, source, {k: config.get(k) for k in ('feature_size', 'hidden_dim', 'num_queries',
+                                                                'decoder_layers', 'encoder_layers')})
+    return model
+
+
+def convert_mask2former_state(state: dict, backbone: torch.nn.Module) -> dict:
+    """A transformers Mask2Former state dict -> ours: the Swin backbone's keys through
+    :func:`zoo.weights.swin.swin_from_hf` (its classifier norm, unused by a backbone, dropped), the rest through
+    :func:`convert_mask2former_head_state`."""
+    swin = swin_from_hf({k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)})
+    unused = tuple(getattr(backbone, 'classifier_only', ()))
+    return {**{f'backbone.{k}': v for k, v in swin.items() if not k.startswith(unused)},
+            **convert_mask2former_head_state(state)}
+
+
+def mask2former_from_folder(folder: Path, config: dict, config_file) -> torch.nn.Module:
+    """Our Mask2Former with the weights of a transformers ``save_pretrained`` folder (eval mode)."""
+    model_cfg = mask2former_config_from_hf(config, config_file)
+    model = MODELS.build(model_cfg)
+    try:
+        state = convert_mask2former_state(read_state_dict(folder), model.backbone)
+    except CheckpointLayoutError as err:
+        raise err.in_file(folder) from None
+    load_pretrained(model, state, format='zoo', name=str(folder), layout='transformers Mask2Former')
+    model.hf_model_config = model_cfg
+    return model.eval()
