@@ -9,7 +9,7 @@ from importlib import import_module
 
 #: Public names -> the module defining them.
 _PUBLIC = {
-    'Predictor': 'heads.models.predictor', 'from_pretrained_hf': 'heads.hf.dpt',
+    'Predictor': 'heads.models.predictor', 'from_pretrained_hf': 'heads.hf.folder',
     'DensePreprocessor': 'heads.models', 'DepthEstimator': 'heads.models', 'Segmentor': 'heads.models',
     'DATASETS': 'heads.registry', 'HOOKS': 'heads.registry', 'METRICS': 'heads.registry', 'MODELS': 'heads.registry',
     'TRANSFORMS': 'heads.registry',

@@ -25,7 +25,7 @@ def pair(size: int, workdir: Path):
     import torch
     import transformers
 
-    from heads.hf.dpt import from_pretrained_hf
+    from heads.hf.folder import from_pretrained_hf
     swin = transformers.SwinConfig(embed_dim=96, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], window_size=7,
                                    image_size=size, out_features=['stage1', 'stage2', 'stage3', 'stage4'])
     config = transformers.UperNetConfig(backbone_config=swin, hidden_size=512, num_labels=150,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ..layouts.hf import convert_hf_depth_anything_state
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_grid, check_model_size
@@ -87,3 +88,8 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
                                      'backbone_config.mlp_ratio': mlp_hidden / hidden, 'neck_hidden_sizes': widths,
                                      'fusion_hidden_size': fusion, 'head_hidden_size': head['hidden_channels']})
     return model
+
+
+def depth_anything_state_from_hf(state: dict, model) -> dict:
+    """A transformers Depth Anything state dict -> ``model``'s keys."""
+    return convert_hf_depth_anything_state(state, len(model.backbone.blocks), model.backbone.tap_norm)

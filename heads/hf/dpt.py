@@ -1,10 +1,11 @@
 """Hugging Face transformers DPT checkpoints (ViT or DPT-Hybrid backbone) as this project's Segmentor / DepthEstimator.
 
-``from_pretrained_hf(folder)`` reads ``config.json`` and ``model.safetensors`` (or ``pytorch_model.bin``) as
-written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``, builds our model from
-that config and loads the converted weights. The conversion is exact: HF's separate query/key/value
-Linears become one fused qkv Linear, and the position table is resampled bilinearly as HF does. ``config.json``
-is untrusted input: its fields are type-checked before use (:mod:`heads.hf.config`, :class:`HFConfigError`).
+:func:`heads.hf.folder.from_pretrained_hf` reads ``config.json`` and ``model.safetensors`` (or
+``pytorch_model.bin``) as written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``,
+builds our model from that config (:func:`model_config_from_hf`) and loads the converted weights
+(:func:`dpt_state_from_hf`). The conversion is exact: HF's separate query/key/value Linears become one fused qkv
+Linear, and the position table is resampled bilinearly as HF does. ``config.json`` is untrusted input: its fields
+are type-checked before use (:mod:`heads.hf.config`, :class:`HFConfigError`).
 
 DPT-Hybrid (``is_hybrid``): the BiT ResNet becomes :mod:`zoo.backbones.vit_hybrid`'s, tapped at stages 0 and 1 and at
 the blocks ``backbone_out_indices[2:]`` (transformers ignores the first two indices); the neck takes the two stage
@@ -12,15 +13,9 @@ maps as they are (``plain_levels``), as transformers' Identity reassemble layers
 """
 from __future__ import annotations
 
-from pathlib import Path
+from zoo.weights import CheckpointError  # noqa: F401  (API)
 
-from zoo.weights import CheckpointError, load_pretrained, read_state_dict  # noqa: F401  (CheckpointError: API)
-from zoo.weights.io import check_local
-from zoo.weights.layout_error import CheckpointLayoutError
-
-from ..layouts.hf import convert_hf_depth_anything_state, convert_hf_dpt_state
-from ..models import DepthEstimator, Segmentor
-from ..registry import MODELS
+from ..layouts.hf import convert_hf_dpt_state
 from .config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
 from .model_size import check_blocks, check_grid, check_model_size
 
@@ -73,45 +68,6 @@ SIZE_FIELDS = ('image_size', 'patch_size', 'hidden_size', 'num_hidden_layers', '
                'neck_hidden_sizes', 'fusion_hidden_size', 'num_classes')
 
 
-def from_pretrained_hf(folder) -> Segmentor | DepthEstimator:
-    """Our Segmentor / DepthEstimator with the weights of an HF DPT (or Depth Anything, or UperNet with a Swin
-    backbone: :mod:`.upernet`) ``save_pretrained`` folder (eval mode); an ``EomtForUniversalSegmentation`` (or
-    EoMT-DINOv3) folder gives our EoMT (:mod:`heads.hf.eomt`), a Mask2Former folder (Swin backbone) our
-    :class:`heads.models.mask2former.Mask2Former` (:mod:`.mask2former`)."""
-    check_local(folder)  # an empty path is no folder (Path('') would read the current one)
-    folder = Path(folder)
-    config_file = folder / 'config.json'
-    if not config_file.is_file():
-        raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
-    config = read_config_json(config_file)
-    if config.get('model_type') == 'upernet':  # UperNetForSemanticSegmentation, Swin backbone (heads.hf.upernet)
-        from .upernet import load_upernet_hf
-        return load_upernet_hf(folder, config, config_file)
-    if config.get('model_type') == 'mask2former':  # Mask2FormerForUniversalSegmentation (heads.hf.mask2former)
-        from .mask2former import mask2former_from_folder
-        return mask2former_from_folder(folder, config, config_file)
-    if config.get('model_type') in ('eomt', 'eomt_dinov3'):  # EomtForUniversalSegmentation (heads.hf.eomt)
-        from .eomt import convert_hf_eomt_dinov3_state, convert_hf_eomt_state, eomt_config_from_hf
-        model_cfg = eomt_config_from_hf(config, config_file)
-        model = MODELS.build(model_cfg)
-        convert = convert_hf_eomt_state if config['model_type'] == 'eomt' else convert_hf_eomt_dinov3_state
-        try:
-            state = convert(read_state_dict(folder))
-        except CheckpointLayoutError as err:
-            raise err.in_file(folder) from None
-    elif config.get('model_type') == 'depth_anything':  # DepthAnythingForDepthEstimation (heads.hf.depth_anything)
-        from .depth_anything import depth_anything_config_from_hf
-        model_cfg = depth_anything_config_from_hf(config, config_file)
-        model = MODELS.build(model_cfg)
-        state = convert_hf_depth_anything_state(read_state_dict(folder), len(model.backbone.blocks),
-                                                model.backbone.tap_norm)
-    else:
-        model_cfg = model_config_from_hf(config, config_file)
-        model = MODELS.build(model_cfg)
-        try:
-            state = convert_hf_dpt_state(read_state_dict(folder), num_blocks=len(model.backbone.blocks))
-        except CheckpointLayoutError as err:
-            raise err.in_file(folder) from None
-    load_pretrained(model, state, format='zoo')
-    model.hf_model_config = model_cfg
-    return model.eval()
+def dpt_state_from_hf(state: dict, model) -> dict:
+    """A transformers DPT state dict -> ``model``'s keys (:func:`heads.layouts.hf.convert_hf_dpt_state`)."""
+    return convert_hf_dpt_state(state, num_blocks=len(model.backbone.blocks))

@@ -162,3 +162,11 @@ def _dinov3_options(f: _Fields) -> dict:
     rescale = None if rescale is None else f.number('pos_embed_rescale', 2.0, 1.0, 1e3)
     return dict(qkv_bias=q, key_bias=False, proj_bias=proj, pos_embed='none',
                 rope=dict(kind='dinov3', base=theta, normalize='separate', rescale=rescale))
+
+
+def eomt_state_from_hf(state: dict, model) -> dict:
+    return convert_hf_eomt_state(state)
+
+
+def eomt_dinov3_state_from_hf(state: dict, model) -> dict:
+    return convert_hf_eomt_dinov3_state(state)

@@ -5,22 +5,19 @@ with transformers' window layout, ``window_layout='mmseg'``: :func:`heads.hf.upe
 :func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
 names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
 the transformer decoder's and the class head's keys (the cross-attention's packed ``in_proj`` split into q, k, v);
-the Swin backbone's keys go through :func:`zoo.weights.swin.swin_from_hf`; :func:`mask2former_from_folder` is
-:func:`heads.from_pretrained_hf`'s path for ``model_type`` 'mask2former'.
+the Swin backbone's keys go through :func:`zoo.weights.swin.swin_from_hf`; :func:`heads.from_pretrained_hf` builds
+and loads ``model_type`` 'mask2former' with them.
 """
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import torch
 
-from zoo.weights import load_pretrained, read_state_dict
 from zoo.weights.layout_error import CheckpointLayoutError
 from zoo.weights.rename import rename_keys, rules
 from zoo.weights.swin import swin_from_hf
 
-from ..registry import MODELS
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_model_size
 from .upernet import swin_fields
@@ -139,24 +136,11 @@ def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
     return model
 
 
-def convert_mask2former_state(state: dict, backbone: torch.nn.Module) -> dict:
+def convert_mask2former_state(state: dict, model: torch.nn.Module) -> dict:
     """A transformers Mask2Former state dict -> ours: the Swin backbone's keys through
     :func:`zoo.weights.swin.swin_from_hf` (its classifier norm, unused by a backbone, dropped), the rest through
     :func:`convert_mask2former_head_state`."""
     swin = swin_from_hf({k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)})
-    unused = tuple(getattr(backbone, 'classifier_only', ()))
+    unused = tuple(getattr(model.backbone, 'classifier_only', ()))
     return {**{f'backbone.{k}': v for k, v in swin.items() if not k.startswith(unused)},
             **convert_mask2former_head_state(state)}
-
-
-def mask2former_from_folder(folder: Path, config: dict, config_file) -> torch.nn.Module:
-    """Our Mask2Former with the weights of a transformers ``save_pretrained`` folder (eval mode)."""
-    model_cfg = mask2former_config_from_hf(config, config_file)
-    model = MODELS.build(model_cfg)
-    try:
-        state = convert_mask2former_state(read_state_dict(folder), model.backbone)
-    except CheckpointLayoutError as err:
-        raise err.in_file(folder) from None
-    load_pretrained(model, state, format='zoo', name=str(folder), layout='transformers Mask2Former')
-    model.hf_model_config = model_cfg
-    return model.eval()

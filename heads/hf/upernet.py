@@ -4,10 +4,10 @@
 a transformers ``SwinConfig``) into our model config: ``ZooBackbone`` Swin tapping the ``out_features`` stages with
 their per-stage norms, the :class:`heads.necks.PyramidLevels` neck (the stage maps as they are), :class:`UPerHead`
 (``hidden_size`` channels, ``pool_scales``; no dropout: transformers' head has none) and :class:`FCNHead` on level 2
-(``auxiliary_*`` fields). ``load_upernet_hf(folder, config)`` builds it and loads the converted weights: the backbone
+(``auxiliary_*`` fields). :func:`upernet_state_from_hf` converts the weights: the backbone
 through :func:`zoo.weights.swin.swin_from_hf` (less ``SwinModel``'s final ``layernorm``, which transformers' backbone
 never applies), the heads through :mod:`heads.layouts.upernet`.
-:func:`heads.hf.dpt.from_pretrained_hf` dispatches here by ``model_type``.
+:func:`heads.hf.folder.from_pretrained_hf` dispatches here by ``model_type``.
 
 Every field used is checked (:class:`heads.hf.config.HFConfigError` names the file and field). The Swin is built
 with ``window_layout='mmseg'``: transformers' ``SwinBackbone`` pads each stage map to window multiples before its
@@ -15,14 +15,9 @@ cyclic shift and keeps the built window on any map, as mmseg does, so the two ag
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from zoo.weights import load_pretrained, read_state_dict
-from zoo.weights.layout_error import CheckpointLayoutError
 from zoo.weights.swin import swin_from_hf
 
 from ..layouts.upernet import upernet_heads_from_hf
-from ..registry import MODELS
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_model_size
 
@@ -102,14 +97,5 @@ def convert_hf_upernet_state(state: dict) -> dict:
     return {**{f'backbone.{k}': v for k, v in swin.items()}, **upernet_heads_from_hf(state)}
 
 
-def load_upernet_hf(folder: Path, config: dict, config_file) -> object:
-    """The Segmentor with an UperNet ``save_pretrained`` folder's weights (``config``: its parsed config.json)."""
-    model_cfg = upernet_config_from_hf(config, config_file)
-    model = MODELS.build(model_cfg)
-    try:
-        state = convert_hf_upernet_state(read_state_dict(folder))
-    except CheckpointLayoutError as err:
-        raise err.in_file(folder) from None
-    load_pretrained(model, state, format='zoo')
-    model.hf_model_config = model_cfg
-    return model.eval()
+def upernet_state_from_hf(state: dict, model) -> dict:
+    return convert_hf_upernet_state(state)

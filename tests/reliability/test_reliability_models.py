@@ -175,7 +175,7 @@ def test_an_empty_weights_path_reads_nothing_from_the_current_folder(tmp_path, m
     for empty in ('', '  '):
         with pytest.raises(NotACheckpointError, match=r"path is empty.*pretrained=None"):
             zoo.create_backbone('vit_tiny_patch16_224', pretrained=empty, **options)
-    from heads.hf.dpt import from_pretrained_hf
+    from heads.hf.folder import from_pretrained_hf
     with pytest.raises(NotACheckpointError, match='path is empty'):
         from_pretrained_hf('')
     with caplog.at_level(logging.INFO, logger='zoo.weights.io'):  # a folder: by exact name, and said

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from heads.hf.dpt import from_pretrained_hf
+from heads.hf.folder import from_pretrained_hf
 from zoo.profiling import interleaved_rounds, median, seconds_of
 
 from .reference import peaks_of

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 import zoo
-from heads.hf.dpt import from_pretrained_hf
+from heads.hf.folder import from_pretrained_hf
 from zoo.core import set_grad_checkpointing
 from zoo.profiling import count_macs, count_params, interleaved_rounds, median, peak_memory, seconds_of, time_forward
 from zoo.runtime import apply_kernel_policy
