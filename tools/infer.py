@@ -11,6 +11,12 @@ For each image (files, or the images in folders), writes to --out:
   millimetres (16-bit; 0 = none), or a relative head's inverse depth scaled to 0..65535.
 Predictions come from heads.Predictor (the config's model, resized as its test pipeline does).
 
+An exported ONNX file (tools/export_model.py --config ...) runs in place of config and checkpoint, through
+onnxruntime on the CPU, with the same resize, normalisation, padding, inference strategy, class names and pictures
+(all read from the file's metadata, heads.export.metadata; a file without it is refused):
+
+    python tools/infer.py dpt_camvid.onnx ../shared/data/camvid/images/val --out results/camvid_val_onnx
+
 Point clouds and video (depth models; see docs/depth.md, "Point clouds and video"):
 
     python tools/infer.py configs/dpt_vitt4_7scenes_cpu.py CHECKPOINT ../shared/data/depth-7scenes/rgb --out out \
@@ -38,6 +44,7 @@ With ``--tile H W`` the image is predicted at its own size, any size, in overlap
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import cv2
@@ -48,13 +55,20 @@ from heads.io.labels import IGNORE_INDEX
 from heads.visualization.draw import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(onnx: bool = False) -> argparse.ArgumentParser:
+    """The options; with ``onnx`` the positionals are an exported .onnx file and the inputs."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config', help='the config the checkpoint was trained with')
-    parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
+    if onnx:
+        parser.add_argument('model', help='an ONNX file written by tools/export_model.py --config (with metadata)')
+    else:
+        parser.add_argument('config', help='the config the checkpoint was trained with (or an exported .onnx file, '
+                                           'then without checkpoint)')
+        parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
     parser.add_argument('inputs', nargs='+', help='images or folders of images')
     parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
-    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
+    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N' (ONNX files: cpu)")
+    if onnx:
+        parser.add_argument('--threads', type=int, default=None, help="onnxruntime's intra-op threads")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
     add_cloud_and_video_options(parser)
     parser.add_argument('--tile', type=int, nargs=2, metavar=('H', 'W'), default=None,
@@ -161,24 +175,45 @@ def list_images(inputs) -> list[Path]:
 
 
 def class_meta(cfg) -> tuple[list[str], list]:
-    """Class names and palette of the config's test dataset (built lazily: no file is read)."""
-    from heads.registry import DATASETS
-    dataset_cfg = dict(cfg.get('test_dataloader', cfg.get('val_dataloader', {})).get('dataset', {}))
-    try:
-        meta = DATASETS.build({**dataset_cfg, 'lazy_init': True}).metainfo if dataset_cfg else {}
-    except Exception:  # a dataset that reads its files even lazily: names fall back to numbers
-        meta = {}
-    classes = list(meta.get('classes') or [])
-    palette = meta.get('palette') or default_palette(max(len(classes), 256))
-    return classes, palette
+    """Class names and palette of the config's test dataset (built lazily: no file is read); what an ONNX export
+    stores (heads.export.metadata)."""
+    from heads.export.metadata import config_classes
+    return config_classes(cfg)
 
 
 def predict_scale(cfg):
     """The config's ``predict_scale``, or the scale of its test pipeline's Resize (as evaluation sees images)."""
-    if cfg.get('predict_scale'):
-        return cfg.predict_scale
-    pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline', [])
-    return next((tuple(t['scale']) for t in pipeline if t.get('type') == 'Resize' and t.get('keep_ratio')), None)
+    from heads.export.metadata import config_predict_scale
+    return config_predict_scale(cfg)
+
+
+def is_onnx_call(argv) -> bool:
+    """Whether the command names an .onnx file as its first positional argument (then no config, no checkpoint)."""
+    positionals = [a for i, a in enumerate(argv) if not a.startswith('-') and (i == 0 or not argv[i - 1].startswith('-')
+                                                                              or argv[i - 1] in FLAGS)]
+    return bool(positionals) and positionals[0].lower().endswith('.onnx')
+
+
+FLAGS = ('--ply', '--sequence')  # options without a value: the token after them is positional
+
+
+def build_predictor(args):
+    """(predictor, class names, palette, relative) for a config + checkpoint or for an ONNX file."""
+    if getattr(args, 'model', None):
+        from heads.export import OnnxPredictor
+        predictor = OnnxPredictor(args.model, device=args.device, tile=args.tile, overlap=args.overlap,
+                                  threads=args.threads)
+        model = predictor.model
+        palette = model.palette or default_palette(max(len(model.classes), 256))
+        return predictor, model.classes, palette, model.relative
+    from mmengine.config import Config
+
+    from heads import Predictor
+    cfg = Config.fromfile(args.config)
+    cfg.predict_scale = predict_scale(cfg)
+    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
+    classes, palette = class_meta(cfg)
+    return predictor, classes, palette, getattr(predictor.model, 'relative', False)
 
 
 def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
@@ -198,16 +233,10 @@ def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
 
 
 def main(argv=None) -> list[Path]:
-    args = build_parser().parse_args(argv)
-    from mmengine.config import Config
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(onnx=is_onnx_call(argv)).parse_args(argv)
     from tqdm import tqdm
-
-    from heads import Predictor
-    cfg = Config.fromfile(args.config)
-    cfg.predict_scale = predict_scale(cfg)
-    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
-    classes, palette = class_meta(cfg)
-    relative = getattr(predictor.model, 'relative', False)
+    predictor, classes, palette, relative = build_predictor(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     extras = CloudAndVideo(args, relative, out)
