@@ -82,18 +82,24 @@ def write_metadata(path, metadata: dict) -> None:
     onnx.save(proto, str(path))
 
 
-def read_metadata(path) -> dict:
-    """The task metadata of the ONNX file ``path``; a ValueError names the file and what is missing."""
+def stored_metadata(path) -> dict | None:
+    """Whatever the ONNX file ``path`` stores under :data:`KEY` (None if nothing), unchecked."""
     import onnx
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
     props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
-    if KEY not in props:
+    return json.loads(props[KEY]) if KEY in props else None
+
+
+def read_metadata(path) -> dict:
+    """The task metadata of the ONNX file ``path``; a ValueError names the file and what is missing."""
+    path = Path(path)
+    metadata = stored_metadata(path)
+    if metadata is None:
         raise ValueError(f"{path} carries no task metadata (metadata_props key '{KEY}': preprocessing, task, "
                          f"classes), so it cannot be run as its checkpoint is; export it again with "
                          f"tools/export_model.py --config CONFIG --checkpoint CKPT --out {path.name}, which writes it")
-    metadata = json.loads(props[KEY])
     missing = [k for k in ('task', 'preprocessor', 'input_multiple', 'test_cfg', 'output') if k not in metadata]
     if missing:
         raise ValueError(f"{path}: the task metadata under '{KEY}' lacks {', '.join(missing)}; export it again "
