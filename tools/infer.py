@@ -44,7 +44,6 @@ With ``--tile H W`` the image is predicted at its own size, any size, in overlap
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import cv2
@@ -55,20 +54,16 @@ from heads.io.labels import IGNORE_INDEX
 from heads.visualization.draw import colorize_depth, colorize_labels, colour_bar, default_palette, legend, overlay
 
 
-def build_parser(onnx: bool = False) -> argparse.ArgumentParser:
-    """The options; with ``onnx`` the positionals are an exported .onnx file and the inputs."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if onnx:
-        parser.add_argument('model', help='an ONNX file written by tools/export_model.py --config (with metadata)')
-    else:
-        parser.add_argument('config', help='the config the checkpoint was trained with (or an exported .onnx file, '
-                                           'then without checkpoint)')
-        parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
-    parser.add_argument('inputs', nargs='+', help='images or folders of images')
+    parser.add_argument('config', help='the config the checkpoint was trained with, or an exported .onnx file '
+                                       '(tools/export_model.py --config; then no checkpoint follows)')
+    parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors); after an .onnx '
+                                           'file, the first input')
+    parser.add_argument('inputs', nargs='*', help='images or folders of images')
     parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
     parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N' (ONNX files: cpu)")
-    if onnx:
-        parser.add_argument('--threads', type=int, default=None, help="onnxruntime's intra-op threads")
+    parser.add_argument('--threads', type=int, default=None, help="ONNX files: onnxruntime's intra-op threads")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
     add_cloud_and_video_options(parser)
     parser.add_argument('--tile', type=int, nargs=2, metavar=('H', 'W'), default=None,
@@ -187,19 +182,21 @@ def predict_scale(cfg):
     return config_predict_scale(cfg)
 
 
-def is_onnx_call(argv) -> bool:
-    """Whether the command names an .onnx file as its first positional argument (then no config, no checkpoint)."""
-    positionals = [a for i, a in enumerate(argv) if not a.startswith('-') and (i == 0 or not argv[i - 1].startswith('-')
-                                                                              or argv[i - 1] in FLAGS)]
-    return bool(positionals) and positionals[0].lower().endswith('.onnx')
-
-
-FLAGS = ('--ply', '--sequence')  # options without a value: the token after them is positional
+def parse_args(argv=None) -> argparse.Namespace:
+    """The arguments; with an .onnx file first, ``model`` is that file and every other positional is an input."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.model = None
+    if args.config.lower().endswith('.onnx'):
+        args.model, args.inputs = args.config, [args.checkpoint, *args.inputs]
+    elif not args.inputs:
+        parser.error('give images or folders of images after the config and the checkpoint')
+    return args
 
 
 def build_predictor(args):
     """(predictor, class names, palette, relative) for a config + checkpoint or for an ONNX file."""
-    if getattr(args, 'model', None):
+    if args.model:
         from heads.export import OnnxPredictor
         predictor = OnnxPredictor(args.model, device=args.device, tile=args.tile, overlap=args.overlap,
                                   threads=args.threads)
@@ -233,8 +230,7 @@ def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
 
 
 def main(argv=None) -> list[Path]:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(onnx=is_onnx_call(argv)).parse_args(argv)
+    args = parse_args(argv)
     from tqdm import tqdm
     predictor, classes, palette, relative = build_predictor(args)
     out = Path(args.out)

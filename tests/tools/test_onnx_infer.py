@@ -132,3 +132,34 @@ def test_depth_onnx_writes_the_checkpoints_depth_whole_and_tiled(exported, tmp_p
             assert pt_raw.min() > 0, 'a depth map in the metre range, not clipped to 0'
             assert np.abs(pt_raw.astype(int) - onnx_raw).max() <= 1, (stem, options)
             assert np.abs(pt_picture.astype(int) - onnx_picture).mean() <= 1.0, (stem, options)
+
+
+@pytest.mark.slow
+def test_int8_files_run_through_infer_and_stay_close(exported, tmp_path):
+    """The segmentation export quantized (dynamic int8 Linears; static int8 convolutions calibrated on the two
+    frames, plus dynamic Linears): infer.py runs both with the fp32 file's metadata, and their class maps agree with
+    the fp32 file's on most pixels (a random model's logits are close together, so int8 flips some; the trained
+    models' cost is measured in docs/benchmarks/int8_cpu.md)."""
+    from heads.export import OnnxTaskModel
+    from heads.export.quantize import op_counts, quantize_dynamic, quantize_static
+    inputs = images(tmp_path, ('camvid', 'images', 'val'), ['0016E5_07959.jpg', '0016E5_07961.jpg'], (240, 180))
+    fp32 = exported['seg'][2]
+    model = OnnxTaskModel(fp32)
+    batches = []
+    for path in sorted(inputs.iterdir()):
+        picture = cv2.resize(cv2.imread(str(path))[:, :, ::-1], (160, 120), interpolation=cv2.INTER_LINEAR)
+        data = {'inputs': [torch.from_numpy(picture.transpose(2, 0, 1).copy())], 'data_samples': None}
+        batches.append(model.data_preprocessor(data, False)['inputs'].numpy())
+    files = {'dynamic': quantize_dynamic(fp32, tmp_path / 'dynamic.onnx'),
+             'static': quantize_static(fp32, tmp_path / 'static.onnx', batches)}
+    assert op_counts(files['dynamic'])['MatMulInteger'] == 16 + 4  # 4 blocks x (qkv, proj, fc1, fc2), 4 readouts
+    assert op_counts(files['static'])['QuantizeLinear'] > 0 and op_counts(files['static'])['MatMulInteger'] == 20
+    infer.main([str(fp32), str(inputs), '--out', str(tmp_path / 'fp32'), '--threads', '1'])
+    for name, path in files.items():
+        assert OnnxTaskModel(path).metadata['quantization']['kind'].startswith(name)
+        infer.main([str(path), str(inputs), '--out', str(tmp_path / name), '--threads', '1'])
+        for image in inputs.iterdir():
+            read = lambda folder: cv2.imread(str(tmp_path / folder / f'{image.stem}_pred.png'),  # noqa: E731
+                                             cv2.IMREAD_UNCHANGED)
+            agree = (read('fp32') == read(name)).mean()
+            assert agree >= 0.9, (name, image.stem, agree)
