@@ -8,7 +8,9 @@ r"""Export a backbone with its detection pyramid, or a config's DPT model, with 
 
 --backbone exports heads.detection.PyramidBackbone (outputs 'stride4', 'stride8', ...: the pyramid maps);
 --config exports the config's task model from a normalised image to its dense output at the input size
-('seg_logits' or 'depth'; normalise with the config's data_preprocessor mean/std first).
+('seg_logits' or 'depth'; normalise with the config's data_preprocessor mean/std first); the ONNX file carries the
+preprocessing, inference strategy, resize and class names (heads.export.metadata), so that
+`tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint.
 Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). --check compares
 the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, the program's module for
 --format program), prints the max abs difference and exits with 1 if one exceeds --tolerance.
@@ -68,6 +70,17 @@ def build_model(args):
     return model.eval()
 
 
+def config_metadata(args) -> dict | None:
+    """With --config: its resize, class names and palette, stored in the ONNX file beside the model's own
+    preprocessing (heads.export.metadata), so that tools/infer.py runs the file as it runs the checkpoint."""
+    if not args.config:
+        return None
+    from mmengine.config import Config
+
+    from heads.export.metadata import config_metadata as of_config
+    return of_config(Config.fromfile(args.config))
+
+
 def main(argv=None) -> int:
     parser, args = parse_args(argv)
     import torch
@@ -97,7 +110,7 @@ def main(argv=None) -> int:
         program = export_program(model, size, multiple)
     if args.format == 'onnx':
         with stage('converting to ONNX (the dynamo exporter: minutes for a base-size model on a CPU)'):
-            out = export_onnx(model, args.out, program=program, opset=args.opset)
+            out = export_onnx(model, args.out, program=program, opset=args.opset, metadata=config_metadata(args))
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         torch.export.save(program, str(args.out))

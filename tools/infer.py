@@ -11,6 +11,12 @@ For each image (files, or the images in folders), writes to --out:
   millimetres (16-bit; 0 = none), or a relative head's inverse depth scaled to 0..65535.
 Predictions come from heads.Predictor (the config's model, resized as its test pipeline does).
 
+An exported ONNX file (tools/export_model.py --config ...) runs in place of config and checkpoint, through
+onnxruntime on the CPU, with the same resize, normalisation, padding, inference strategy, class names and pictures
+(all read from the file's metadata, heads.export.metadata; a file without it is refused):
+
+    python tools/infer.py dpt_camvid.onnx ../shared/data/camvid/images/val --out results/camvid_val_onnx
+
 Point clouds and video (depth models; see docs/depth.md, "Point clouds and video"):
 
     python tools/infer.py configs/dpt_vitt4_7scenes_cpu.py CHECKPOINT ../shared/data/depth-7scenes/rgb --out out \
@@ -50,11 +56,14 @@ from heads.visualization.draw import colorize_depth, colorize_labels, colour_bar
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('config', help='the config the checkpoint was trained with')
-    parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors)')
-    parser.add_argument('inputs', nargs='+', help='images or folders of images')
+    parser.add_argument('config', help='the config the checkpoint was trained with, or an exported .onnx file '
+                                       '(tools/export_model.py --config; then no checkpoint follows)')
+    parser.add_argument('checkpoint', help='a training checkpoint (.pth) or weights (.safetensors); after an .onnx '
+                                           'file, the first input')
+    parser.add_argument('inputs', nargs='*', help='images or folders of images')
     parser.add_argument('--out', required=True, help='folder for the pictures and raw predictions')
-    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N'")
+    parser.add_argument('--device', default='cpu', help="'cpu' (default), 'cuda' or 'cuda:N' (ONNX files: cpu)")
+    parser.add_argument('--threads', type=int, default=None, help="ONNX files: onnxruntime's intra-op threads")
     parser.add_argument('--alpha', type=float, default=0.5, help='weight of the class colours over the image')
     add_cloud_and_video_options(parser)
     parser.add_argument('--tile', type=int, nargs=2, metavar=('H', 'W'), default=None,
@@ -161,24 +170,47 @@ def list_images(inputs) -> list[Path]:
 
 
 def class_meta(cfg) -> tuple[list[str], list]:
-    """Class names and palette of the config's test dataset (built lazily: no file is read)."""
-    from heads.registry import DATASETS
-    dataset_cfg = dict(cfg.get('test_dataloader', cfg.get('val_dataloader', {})).get('dataset', {}))
-    try:
-        meta = DATASETS.build({**dataset_cfg, 'lazy_init': True}).metainfo if dataset_cfg else {}
-    except Exception:  # a dataset that reads its files even lazily: names fall back to numbers
-        meta = {}
-    classes = list(meta.get('classes') or [])
-    palette = meta.get('palette') or default_palette(max(len(classes), 256))
-    return classes, palette
+    """Class names and palette of the config's test dataset (built lazily: no file is read); what an ONNX export
+    stores (heads.export.metadata)."""
+    from heads.export.metadata import config_classes
+    return config_classes(cfg)
 
 
 def predict_scale(cfg):
     """The config's ``predict_scale``, or the scale of its test pipeline's Resize (as evaluation sees images)."""
-    if cfg.get('predict_scale'):
-        return cfg.predict_scale
-    pipeline = cfg.get('test_dataloader', {}).get('dataset', {}).get('pipeline', [])
-    return next((tuple(t['scale']) for t in pipeline if t.get('type') == 'Resize' and t.get('keep_ratio')), None)
+    from heads.export.metadata import config_predict_scale
+    return config_predict_scale(cfg)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The arguments; with an .onnx file first, ``model`` is that file and every other positional is an input."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.model = None
+    if args.config.lower().endswith('.onnx'):
+        args.model, args.inputs = args.config, [args.checkpoint, *args.inputs]
+    elif not args.inputs:
+        parser.error('give images or folders of images after the config and the checkpoint')
+    return args
+
+
+def build_predictor(args):
+    """(predictor, class names, palette, relative) for a config + checkpoint or for an ONNX file."""
+    if args.model:
+        from heads.export import OnnxPredictor
+        predictor = OnnxPredictor(args.model, device=args.device, tile=args.tile, overlap=args.overlap,
+                                  threads=args.threads)
+        model = predictor.model
+        palette = model.palette or default_palette(max(len(model.classes), 256))
+        return predictor, model.classes, palette, model.relative
+    from mmengine.config import Config
+
+    from heads import Predictor
+    cfg = Config.fromfile(args.config)
+    cfg.predict_scale = predict_scale(cfg)
+    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
+    classes, palette = class_meta(cfg)
+    return predictor, classes, palette, getattr(predictor.model, 'relative', False)
 
 
 def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
@@ -198,16 +230,9 @@ def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
 
 
 def main(argv=None) -> list[Path]:
-    args = build_parser().parse_args(argv)
-    from mmengine.config import Config
+    args = parse_args(argv)
     from tqdm import tqdm
-
-    from heads import Predictor
-    cfg = Config.fromfile(args.config)
-    cfg.predict_scale = predict_scale(cfg)
-    predictor = Predictor(cfg, args.checkpoint, device=args.device, tile=args.tile, overlap=args.overlap)
-    classes, palette = class_meta(cfg)
-    relative = getattr(predictor.model, 'relative', False)
+    predictor, classes, palette, relative = build_predictor(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     extras = CloudAndVideo(args, relative, out)

@@ -9,20 +9,24 @@ from torch import nn
 from torch.export import ExportedProgram
 
 from .compare import max_abs_diffs
+from .metadata import task_metadata, write_metadata
 from .program import INPUT_DIMS, export_program
 from .sizes import check_size, required_multiple
-from .wrappers import exportable
+from .wrappers import TensorOutputs, exportable
 
 SINGLE_FILE_BYTES = 1800 * 2 ** 20  # weights above this go to PATH.data (protobuf files are limited to 2 GiB)
 
 
 def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None = None,
-                multiple: int | None = None, program: ExportedProgram | None = None) -> Path:
+                multiple: int | None = None, program: ExportedProgram | None = None,
+                metadata: dict | None = None) -> Path:
     """Write ``model`` (see :func:`heads.export.export_program`) to the ONNX file ``path`` with a dynamic batch,
     height and width; returns the path. Input 'image' 'b 3 H W', outputs named by the wrapper ('seg_logits', 'depth',
     'stride4', ...). ``opset``: the ONNX opset (default: the exporter's). ``program``: an
     :func:`export_program` of this model to translate instead of tracing it again (``example_size`` and
-    ``multiple`` are then unused).
+    ``multiple`` are then unused). A task model's file carries its task metadata
+    (:mod:`heads.export.metadata`: preprocessing, inference strategy) updated with ``metadata`` (e.g.
+    :func:`heads.export.metadata.config_metadata`); a backbone's carries ``metadata`` if given.
 
     The dynamo exporter translates the same torch.export program that :func:`export_program` returns, so its
     dynamic dims are the program's symbolic sizes (the legacy TorchScript exporter is deprecated and would
@@ -42,6 +46,9 @@ def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None
         raise ValueError(f"the ONNX translation of {type(module.model).__name__} fixed the input's "
                          f"{', '.join(fixed)} (some operation's decomposition computes from the traced size); "
                          f"refused rather than written for one size only ({path} removed)")
+    task = task_metadata(module.model) if isinstance(module, TensorOutputs) else {}
+    if task or metadata:
+        write_metadata(path, {**task, **(metadata or {})})
     return path
 
 

@@ -1,0 +1,90 @@
+"""int8 ONNX files for the CPU, through onnxruntime's quantization tools.
+
+- :func:`quantize_dynamic`: the weights of the Linears (ONNX ``MatMul`` / ``Gemm`` with a constant weight: the
+  qkv, projection and MLP layers of the ViT blocks, the DPT readout projections) stored as int8, each activation
+  quantized to uint8 per call from its own range (``DynamicQuantizeLinear``, then ``MatMulInteger``). Nothing to
+  calibrate. The attention products (q k^T, attn v: both operands activations) stay float, as do the convolutions:
+  onnxruntime's dynamic ``ConvInteger`` has no fast CPU kernel, so convolutions are left to :func:`quantize_static`.
+- :func:`quantize_static`: the ``Conv`` nodes (the DPT neck and head) as QDQ pairs with activation ranges calibrated
+  on real images (min-max over :class:`ImageBatches`), which onnxruntime fuses into ``QLinearConv``.
+
+Why onnxruntime's and not ``torch.ao.quantization.quantize_dynamic``: in torch 2.14 the latter still runs but warns
+that ``torch.ao.quantization`` is deprecated (its successor, torchao, is not installed here), its quantized modules
+do not translate to ONNX, and the file deployed is the ONNX one: quantizing that file is what is measured and
+shipped. The task metadata (:mod:`heads.export.metadata`) is kept, with a ``quantization`` entry added.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from .metadata import stored_metadata, write_metadata
+
+LINEAR_OPS = ('MatMul', 'Gemm')
+CONV_OPS = ('Conv',)
+
+
+def quantize_dynamic(source, target, ops=LINEAR_OPS, per_channel: bool = False) -> Path:
+    """Write ``target``: ``source`` with the weights of its ``ops`` (default the Linears) in int8, activations
+    quantized dynamically (module docstring). ``per_channel``: one weight scale per output channel."""
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
+    source, target = Path(source), Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ort_quantize_dynamic(str(source), str(target), op_types_to_quantize=list(ops), per_channel=per_channel,
+                         weight_type=QuantType.QInt8)
+    _mark(source, target, {'kind': 'dynamic int8', 'ops': list(ops), 'per_channel': per_channel})
+    return target
+
+
+class ImageBatches:
+    """onnxruntime's calibration reader over preprocessed 'b 3 H W' float32 batches (all the same size)."""
+
+    def __init__(self, batches, input_name: str = 'image'):
+        self.batches, self.input_name, self.index = list(batches), input_name, 0
+
+    def get_next(self):
+        if self.index >= len(self.batches):
+            return None
+        self.index += 1
+        return {self.input_name: np.ascontiguousarray(self.batches[self.index - 1], dtype=np.float32)}
+
+    def rewind(self):
+        self.index = 0
+
+
+def quantize_static(source, target, batches, ops=CONV_OPS, also_dynamic=LINEAR_OPS) -> Path:
+    """Write ``target``: the ``ops`` of ``source`` (default its convolutions) statically quantized to int8 with
+    activation ranges calibrated (min-max) on ``batches`` (preprocessed 'b 3 H W' arrays), then, if
+    ``also_dynamic``, those ops dynamically quantized as :func:`quantize_dynamic` does."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType
+    from onnxruntime.quantization import quantize_static as ort_quantize_static
+    source, target = Path(source), Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_name(target.stem + '.static.onnx') if also_dynamic else target
+    ort_quantize_static(str(source), str(staged), ImageBatches(batches), quant_format=QuantFormat.QDQ,
+                        op_types_to_quantize=list(ops), activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, per_channel=True, calibrate_method=CalibrationMethod.MinMax)
+    if also_dynamic:
+        from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
+        ort_quantize_dynamic(str(staged), str(target), op_types_to_quantize=list(also_dynamic),
+                             weight_type=QuantType.QInt8)
+        staged.unlink()
+    _mark(source, target, {'kind': 'static int8' + (' + dynamic' if also_dynamic else ''), 'ops': list(ops),
+                           'dynamic_ops': list(also_dynamic or ()), 'calibration_batches': len(list(batches))})
+    return target
+
+
+def op_counts(path) -> Counter:
+    """How many nodes of each type the ONNX file's graph has (``MatMulInteger``, ``QuantizeLinear``, ...)."""
+    import onnx
+    return Counter(node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node)
+
+
+def _mark(source: Path, target: Path, quantization: dict) -> None:
+    """Copy the source's task metadata to the quantized file, with the quantization recorded."""
+    metadata = stored_metadata(source)
+    if metadata is not None:  # a backbone's file may have none: nothing to carry
+        write_metadata(target, {**metadata, 'quantization': quantization})

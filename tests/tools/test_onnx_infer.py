@@ -1,0 +1,165 @@
+"""tools/infer.py on an exported ONNX file: the same pictures and raw predictions as on the checkpoint it was
+exported from (segmentation and metric depth, whole image and --tile), preprocessing and class names read from the
+file's metadata; a file without that metadata is refused."""
+import json
+
+import cv2
+import infer
+import numpy as np
+import pytest
+import torch
+
+import heads
+from heads.export.metadata import KEY, config_metadata, read_metadata, task_metadata, write_metadata
+
+from ..reference import shared_data, tiny_dpt
+
+pytest.importorskip('onnxruntime')
+onnx = pytest.importorskip('onnx')
+
+CAMVID_TEST = dict(type='CamVidDataset', data_root='unused', split='val', pipeline=[])  # names only (lazy)
+
+
+def plain_onnx(path):
+    """A one-node ONNX file (Identity 'image' -> 'seg_logits') without task metadata."""
+    from onnx import TensorProto, helper
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, ['b', 3, 'h', 'w'])  # noqa: E731
+    graph = helper.make_graph([helper.make_node('Identity', ['image'], ['seg_logits'])], 'g', [value('image')],
+                              [value('seg_logits')])
+    onnx.save(helper.make_model(graph), str(path))
+    return path
+
+
+def test_a_file_without_task_metadata_is_refused(tmp_path):
+    path = plain_onnx(tmp_path / 'bare.onnx')
+    with pytest.raises(ValueError, match=r"bare.onnx carries no task metadata .*tools/export_model.py --config"):
+        infer.main([str(path), str(tmp_path), '--out', str(tmp_path / 'out')])
+    with pytest.raises(FileNotFoundError, match='missing.onnx does not exist'):
+        read_metadata(tmp_path / 'missing.onnx')
+
+
+def test_metadata_holds_the_models_preprocessing_and_the_configs_classes(tmp_path):
+    from mmengine.config import Config
+    model = heads.MODELS.build(tiny_dpt('metric', data_preprocessor=dict(type='DensePreprocessor', size_divisor=16,
+                                                                         mean=(1, 2, 3), std=(4, 5, 6))))
+    meta = task_metadata(model)
+    assert meta['task'] == 'DepthEstimator' and meta['output'] == 'depth' and meta['relative'] is False
+    assert meta['preprocessor'] == {'mean': [1, 2, 3], 'std': [4, 5, 6], 'size_divisor': 16, 'pad_val': 0.0,
+                                    'bgr_to_rgb': False}
+    assert meta['input_multiple'] == 32 and meta['test_cfg']['mode'] == 'whole'
+    cfg = Config(dict(model=tiny_dpt('seg'), predict_scale=(240, 180), test_dataloader=dict(dataset=CAMVID_TEST)))
+    extra = config_metadata(cfg)
+    assert extra['predict_scale'] == [240, 180] and extra['classes'][:2] == ['Sky', 'Building']
+    assert extra['palette'][0] == [128, 128, 128] and len(extra['classes']) == 11
+    path = plain_onnx(tmp_path / 'm.onnx')
+    write_metadata(path, {**meta, **extra})
+    write_metadata(path, {**meta, **extra})  # rewritten, not duplicated
+    assert [p.key for p in onnx.load(str(path)).metadata_props] == [KEY]
+    assert read_metadata(path) == json.loads(json.dumps({**meta, **extra}))
+
+
+@pytest.fixture(scope='module')
+def exported(tmp_path_factory):
+    """task -> (config, checkpoint, onnx file) of a random tiny DPT, exported with tools/export_model.py."""
+    from export_model import main as export
+    root = tmp_path_factory.mktemp('onnx_infer')
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    made = {}
+    try:
+        for task in ('seg', 'metric'):
+            config = root / f'{task}.py'
+            test = '' if task != 'seg' else f'test_dataloader = dict(dataset={CAMVID_TEST!r})\n'
+            config.write_text(f'model = {tiny_dpt(task)!r}\npredict_scale = (160, 120)\n{test}')
+            torch.manual_seed(0)
+            model = heads.MODELS.build(tiny_dpt(task))
+            if task == 'metric':  # a random depth head predicts ~0: give it a bias into the metre range
+                with torch.no_grad():
+                    last = [m for m in model.decode_head.modules() if isinstance(m, torch.nn.Conv2d)][-1]
+                    last.bias.fill_(0.5)
+            torch.save({'state_dict': model.state_dict()}, root / f'{task}.pth')
+            out = root / f'{task}.onnx'
+            assert export(['--config', str(config), '--checkpoint', str(root / f'{task}.pth'), '--size', '64', '96',
+                           '--out', str(out)]) == 0
+            made[task] = config, root / f'{task}.pth', out
+    finally:
+        torch.set_num_threads(threads)
+    return made
+
+
+def images(tmp_path, folder, names, size):
+    """Real frames resized to ``size`` (w, h), written as PNG into tmp_path / 'in'."""
+    target = tmp_path / 'in'
+    target.mkdir(exist_ok=True)
+    for name in names:
+        picture = cv2.imread(str(shared_data(*folder, name)))
+        cv2.imwrite(str(target / (name.rsplit('.', 1)[0] + '.png')), cv2.resize(picture, size, cv2.INTER_AREA))
+    return target
+
+
+def run_both(exported, task, tmp_path, inputs, *options):
+    """infer.py on the checkpoint and on the ONNX file: {stem: (checkpoint picture, raw), (onnx picture, raw)}."""
+    config, checkpoint, onnx_file = exported[task]
+    infer.main([str(config), str(checkpoint), str(inputs), '--out', str(tmp_path / 'pt'), *options])
+    infer.main([str(onnx_file), str(inputs), '--out', str(tmp_path / 'onnx'), '--threads', '1', *options])
+    read = lambda folder, name: cv2.imread(str(tmp_path / folder / name), cv2.IMREAD_UNCHANGED)  # noqa: E731
+    stems = sorted(p.stem for p in inputs.iterdir())
+    return {s: [(read(f, f'{s}.png'), read(f, f'{s}_pred.png')) for f in ('pt', 'onnx')] for s in stems}
+
+
+@pytest.mark.slow
+def test_segmentation_onnx_draws_what_the_checkpoint_draws(exported, tmp_path):
+    """Two CamVid frames (240x180, resized to the config's predict_scale 160x120 and back): the class maps agree on
+    at least 99.9% of the pixels (logits within ~1e-5; an argmax between near-equal logits may flip) and the
+    pictures (overlay + legend of the CamVid classes present) differ by at most 1 grey level on average."""
+    inputs = images(tmp_path, ('camvid', 'images', 'val'), ['0016E5_07959.jpg', '0016E5_07961.jpg'], (240, 180))
+    for stem, ((pt_picture, pt_raw), (onnx_picture, onnx_raw)) in run_both(exported, 'seg', tmp_path, inputs).items():
+        assert pt_raw.shape == onnx_raw.shape == (180, 240) and onnx_raw.dtype == np.uint8, stem
+        assert (pt_raw == onnx_raw).mean() >= 0.999, stem
+        assert pt_picture.shape == onnx_picture.shape, stem  # the same legend: the same classes present
+        assert np.abs(pt_picture.astype(int) - onnx_picture).mean() <= 1.0, stem
+
+
+@pytest.mark.slow
+def test_depth_onnx_writes_the_checkpoints_depth_whole_and_tiled(exported, tmp_path):
+    """Two 7-Scenes frames: the 16-bit millimetre maps differ by at most 1 mm (rounding of depths equal within
+    ~1e-5 m), whole image (resize to 160x120) and with --tile 64 64 --overlap 32 at the image's own size."""
+    inputs = images(tmp_path, ('depth-7scenes', 'rgb'), ['frame-000000.jpg', 'frame-000010.jpg'], (192, 144))
+    for options in ([], ['--tile', '64', '64', '--overlap', '32']):
+        for stem, ((pt_picture, pt_raw), (onnx_picture, onnx_raw)) in run_both(
+                exported, 'metric', tmp_path, inputs, *options).items():
+            assert pt_raw.shape == onnx_raw.shape == (144, 192) and onnx_raw.dtype == np.uint16, (stem, options)
+            assert pt_raw.min() > 0, 'a depth map in the metre range, not clipped to 0'
+            assert np.abs(pt_raw.astype(int) - onnx_raw).max() <= 1, (stem, options)
+            assert np.abs(pt_picture.astype(int) - onnx_picture).mean() <= 1.0, (stem, options)
+
+
+@pytest.mark.slow
+def test_int8_files_run_through_infer_and_stay_close(exported, tmp_path):
+    """The segmentation export quantized (dynamic int8 Linears; static int8 convolutions calibrated on the two
+    frames, plus dynamic Linears): infer.py runs both with the fp32 file's metadata, and their class maps agree with
+    the fp32 file's on most pixels (a random model's logits are close together, so int8 flips some; the trained
+    models' cost is measured in docs/benchmarks/int8_cpu.md)."""
+    from heads.export import OnnxTaskModel
+    from heads.export.quantize import op_counts, quantize_dynamic, quantize_static
+    inputs = images(tmp_path, ('camvid', 'images', 'val'), ['0016E5_07959.jpg', '0016E5_07961.jpg'], (240, 180))
+    fp32 = exported['seg'][2]
+    model = OnnxTaskModel(fp32)
+    batches = []
+    for path in sorted(inputs.iterdir()):
+        picture = cv2.resize(cv2.imread(str(path))[:, :, ::-1], (160, 120), interpolation=cv2.INTER_LINEAR)
+        data = {'inputs': [torch.from_numpy(picture.transpose(2, 0, 1).copy())], 'data_samples': None}
+        batches.append(model.data_preprocessor(data, False)['inputs'].numpy())
+    files = {'dynamic': quantize_dynamic(fp32, tmp_path / 'dynamic.onnx'),
+             'static': quantize_static(fp32, tmp_path / 'static.onnx', batches)}
+    assert op_counts(files['dynamic'])['MatMulInteger'] == 16 + 4  # 4 blocks x (qkv, proj, fc1, fc2), 4 readouts
+    assert op_counts(files['static'])['QuantizeLinear'] > 0 and op_counts(files['static'])['MatMulInteger'] == 20
+    infer.main([str(fp32), str(inputs), '--out', str(tmp_path / 'fp32'), '--threads', '1'])
+    for name, path in files.items():
+        assert OnnxTaskModel(path).metadata['quantization']['kind'].startswith(name)
+        infer.main([str(path), str(inputs), '--out', str(tmp_path / name), '--threads', '1'])
+        for image in inputs.iterdir():
+            read = lambda folder: cv2.imread(str(tmp_path / folder / f'{image.stem}_pred.png'),  # noqa: E731
+                                             cv2.IMREAD_UNCHANGED)
+            agree = (read('fp32') == read(name)).mean()
+            assert agree >= 0.9, (name, image.stem, agree)
