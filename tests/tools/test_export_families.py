@@ -94,22 +94,10 @@ def depth_anything(**backbone):
     return heads.MODELS.build(cfg)
 
 
-def dpt_hybrid():
-    """DPT-Hybrid (the ADE20K config's model: ResNet stages as plain levels, then ViT blocks), shrunk."""
-    cfg = Config.fromfile('configs/dpt_hybrid_ade20k.py').model
-    cfg.backbone.update(depth=2, embed_dim=96, num_heads=2, layers=(1, 1, 1), channels=(32, 64, 128), stem_chs=16,
-                        num_groups=8, out_indices=(0, 1, 2, 3))
-    cfg.neck.update(hidden_channels=(32, 64, 96, 96), fusion_channels=32)
-    cfg.decode_head.update(in_channels=32)
-    cfg.pop('auxiliary_head', None)
-    return heads.MODELS.build(cfg)
-
-
 TASKS = {
     'dpt_segmentation': lambda: heads.MODELS.build(tiny_dpt('seg')),
     'dpt_depth': lambda: heads.MODELS.build(tiny_dpt('metric')),
     'depth_anything_v2': lambda: depth_anything(pos_interp='bicubic'),  # the head's size and strips in the graph
-    'dpt_hybrid': dpt_hybrid,
 }
 
 

@@ -134,7 +134,8 @@ class ShiftedWindowAttention(Attention):
         (h, w), (b, n, c) = grid, x.shape
         window, shift = fit_window(grid, self.window, self.shift)
         padded = padded_grid(grid, window)
-        if not is_static(h, w) and (padded[0] // window[0] < 2 or padded[1] // window[1] < 2):
+        exporting = torch.compiler.is_exporting() and not is_static(h, w)  # (torch.compile guards such sizes)
+        if exporting and (padded[0] // window[0] < 2 or padded[1] // window[1] < 2):
             raise ValueError(f"{type(self).__name__} traced on a {h}x{w} map with one {window[0]}x{window[1]} window "
                              f"on a side: the trace would fix that count of windows (torch.export treats sizes 1 as "
                              f"constants); trace at an input size at which every stage's map is larger than its "
