@@ -30,6 +30,9 @@ def fit_window(grid: Grid, window: Grid, shift: Grid) -> tuple[Grid, Grid]:
     is the map's side and that side is not shifted. Plain ints for int sides; for symbolic sides (a dynamic size
     while torch.export traces) the same choice as ``torch.sym_min`` / ``sym_max`` expressions, so the exported
     graph makes it for each input (ONNX Min / Max) instead of fixing the traced one."""
+    if is_static(*grid):
+        return (tuple(min(g, w) for g, w in zip(grid, window)),
+                tuple(0 if g <= w else s for g, w, s in zip(grid, window, shift)))
     fitted = tuple(torch.sym_min(g, w) for g, w in zip(grid, window))
     shifts = tuple(s * torch.sym_min(torch.sym_max(g - w, 0), 1) for g, w, s in zip(grid, window, shift))
     return fitted, shifts
