@@ -9,10 +9,10 @@ and memory do not depend on the weights), at the given input size. Every (model,
 fresh process, so its peak resident memory is its own: seconds per forward (median of ``--repeats`` timed calls
 after one untimed call), images per second, the peak resident memory and the resident memory before the first call
 (model and libraries loaded). PyTorch runs the same exported module the ONNX file holds (heads.export.exportable),
-under ``torch.inference_mode``; torch.compile's first call (compilation) is untimed. The ONNX file is exported
-once per model (dynamic batch and size, heads.export.export_onnx) into ``--work-dir``; int8 is onnxruntime's
-``quantize_dynamic`` of it (weights int8, activations quantized per call). A runtime that cannot run a model
-(an export refused with its reason) shows the reason in its cell.
+under ``torch.inference_mode``; torch.compile's first call (compilation) is untimed. The ONNX file is exported once
+per model (dynamic batch and size, heads.export.export_onnx) into ``--work-dir``; int8 is its dynamic quantization
+(heads.export.quantize.quantize_dynamic: the Linears' weights int8, activations quantized per call). A runtime that
+cannot run a model (an export refused with its reason) shows the reason in its cell.
 """
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ def onnx_file(work_dir: Path, name: str, config: str, int8: bool) -> Path:
         return fp32
     quantized = work_dir / f'{name}.int8.onnx'
     if not quantized.exists():
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        quantize_dynamic(str(fp32), str(quantized), weight_type=QuantType.QInt8)
+        from heads.export.quantize import quantize_dynamic
+        quantize_dynamic(fp32, quantized)
     return quantized
 
 

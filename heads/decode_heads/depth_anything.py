@@ -2,6 +2,8 @@
 then ReLU (relative) or sigmoid (metric), times ``max_depth``."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,6 +14,20 @@ from zoo.core.resize import interpolate
 from ..registry import MODELS
 
 STRIP_ROWS = 64
+
+
+def upsampled_side(side, factor: float):
+    """``round(side * factor)``; for a symbolic side (torch.export tracing a dynamic size) in integer arithmetic
+    from ``factor`` as a fraction n / d, (2 side n + d) // 2d (halves rounded up; Python's round() of a symbolic
+    float would fix the traced size), the same wherever side * factor is no half-integer (the 8x-grid map of the
+    patch-14 models: always an integer)."""
+    if isinstance(side, int):
+        return round(side * factor)
+    fraction = Fraction(factor).limit_denominator(1000)
+    if float(fraction) != factor:
+        raise ValueError(f"the depth head's upsample factor {factor} is no fraction with a denominator up to 1000: "
+                         f"its output size cannot be computed in the exported graph; use such a factor")
+    return (2 * side * fraction.numerator + fraction.denominator) // (2 * fraction.denominator)
 
 
 def row_strips(height: int, rows: int) -> list[tuple[int, int]]:
@@ -51,9 +67,9 @@ class DepthAnythingHead(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=x.device.type, enabled=False):
             x = self.conv1(x.float())
-            size = [round(side * self.upsample) for side in x.shape[-2:]]
+            size = [upsampled_side(side, self.upsample) for side in x.shape[-2:]]
             x = interpolate(x, size=size, mode='bilinear', align_corners=True)
-            if torch.is_grad_enabled() and x.requires_grad:
+            if (torch.is_grad_enabled() and x.requires_grad) or torch.compiler.is_compiling():  # traced: one graph
                 x = self.conv2(x)  # rebinding x frees the upsampled map before the ReLU
                 x = self.conv3(activate(self.act, x))
             else:  # the full-size hidden map exists a strip of rows at a time: ~0.6x the peak memory

@@ -10,6 +10,7 @@ from torch.export import Dim, ExportedProgram
 from zoo.core import Attention, set_fused_attention
 
 from .compare import max_abs_diffs
+from .limits import refuse_inexact
 from .sizes import check_size, min_side, required_multiple
 from .wrappers import exportable
 
@@ -78,9 +79,11 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
 
     ``program.module()(x)`` then runs 'b 3 H W' inputs of those sizes (its guards reject others). An example
     size that is not a multiple, or below the smallest side, raises ValueError; so does a trace that fixed the
-    batch, height or width (:func:`refuse_fixed_dims`).
+    batch, height or width (:func:`refuse_fixed_dims`), and a model with a part no dynamic-size export
+    reproduces exactly (:func:`heads.export.limits.inexact_parts`).
     """
     module = exportable(model)
+    refuse_inexact(module, type(module.model).__name__)
     needed = required_multiple(module)
     multiple = multiple or needed
     if multiple % needed:

@@ -11,6 +11,7 @@ Numerically timm's ``CrossVit`` (and the official IBM code) given the same weigh
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import partial
 
 import torch
@@ -46,6 +47,22 @@ def multi_conv_stem(patch_size: int, in_chans: int, dim: int) -> nn.Sequential:
                          nn.Conv2d(dim // 2, dim, 3, padding=1, **third))
 
 
+def traced_grid_side(side, scale: float, patch: int):
+    """max(1, round(side * scale / patch)) for a symbolic ``side`` (torch.export tracing a dynamic size), in integer
+    arithmetic from ``scale`` as a fraction (Python's round() of a symbolic float would fix the traced size):
+    round half to even as round() does."""
+    fraction = Fraction(scale).limit_denominator(10000)
+    if float(fraction) != scale:
+        raise ValueError(f"CrossViT's image scale {scale} is no fraction with a denominator up to 10000: its grid "
+                         f"cannot be computed in an exported graph; use such a scale")
+    n, d = fraction.numerator, fraction.denominator * patch  # side * n / d
+    twice = 2 * side * n
+    rounded = (twice + d) // (2 * d)  # halves rounded up
+    remainder = twice - (twice // (2 * d)) * (2 * d)
+    tie = torch.sym_max(0, 1 - torch.sym_max(remainder - d, d - remainder))  # 1 where side * n / d ends in .5
+    return torch.sym_max(1, rounded - tie * (rounded - (rounded // 2) * 2))  # an odd rounded-up half: down
+
+
 class Branch(nn.Module):
     """'b c H W -> b (1 + h w) d': resize to a multiple of the patch, embed, CLS token, positions."""
 
@@ -60,7 +77,8 @@ class Branch(nn.Module):
     def grid(self, size) -> tuple[int, int]:
         """This branch's token grid for an input of ``size`` (h, w)."""
         p = self.patch_embed.patch_size
-        return tuple(max(1, round(s * self.scale / p)) for s in size)
+        return tuple(max(1, round(s * self.scale / p)) if isinstance(s, int) else traced_grid_side(s, self.scale, p)
+                     for s in size)
 
     def forward(self, x: torch.Tensor):
         grid = self.grid(x.shape[-2:])

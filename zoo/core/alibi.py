@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .grid import Grid
@@ -30,8 +31,9 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
 
 def patch_distances(grid: Grid, metric: str = 'euclidean') -> torch.Tensor:
-    """'(h w) (h w)' distances between the grid's patches, in patches."""
-    h, w = int(grid[0]), int(grid[1])
+    """'(h w) (h w)' distances between the grid's patches, in patches (the grid's sides may be symbolic sizes while
+    torch.export traces)."""
+    h, w = grid
     ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
                             indexing='ij')
     dy = ys.flatten()[:, None] - ys.flatten()[None, :]
@@ -57,16 +59,21 @@ class AlibiBias(nn.Module):
     def forward(self, grid: Grid) -> torch.Tensor:
         if grid is None:
             raise ValueError("AlibiBias needs the token grid (h, w)")
+        if torch.compiler.is_compiling():  # traced: the grid may be symbolic, the bias is computed in the graph
+            return self.bias(grid)
         key = ((int(grid[0]), int(grid[1])), self.slopes.device, self.slopes.dtype)
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
         with torch.inference_mode(False):  # a constant: usable by autograd even when first made in inference mode
-            dist = patch_distances(grid, self.metric).to(self.slopes.device)
-            p, n = self.num_prefix, dist.shape[0]
-            bias = self.slopes.new_zeros(len(self.slopes), p + n, p + n)
-            bias[:, p:, p:] = -self.slopes[:, None, None] * dist
+            bias = self.bias(key[0])
         self._cached = (key, bias)
         return bias
+
+    def bias(self, grid: Grid) -> torch.Tensor:
+        """The bias for ``grid``, computed (not cached): 'heads (p + h w) (p + h w)'."""
+        dist = patch_distances(grid, self.metric).to(self.slopes.device)
+        p = self.num_prefix  # prefix rows and columns: 0
+        return F.pad(-self.slopes[:, None, None] * dist, (p, 0, p, 0)).to(self.slopes.dtype)
 
     def extra_repr(self) -> str:
         return f"num_heads={len(self.slopes)}, num_prefix={self.num_prefix}, metric={self.metric!r}"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange
 
 from .attention import Attention
 from .grid import Grid
@@ -32,30 +31,56 @@ MASKED = -100.0  # the reference's additive mask between shift regions
 
 def fit_window(grid: Grid, window: Grid, shift: Grid, pad_first: bool = False) -> tuple[Grid, Grid]:
     """(window, shift) used on a map of ``grid``: on a side where the map is no larger than the window, the window
-    is the map's side and that side is not shifted (with ``pad_first``: always the built ones)."""
+    is the map's side and that side is not shifted (with ``pad_first``: always the built ones). Plain ints for int
+    sides; for symbolic sides (a dynamic size while torch.export traces) the same choice as ``torch.sym_min`` /
+    ``sym_max`` expressions, so the exported graph makes it for each input (ONNX Min / Max) instead of fixing the
+    traced one."""
     if pad_first:
         return window, shift
-    fitted = tuple(min(int(g), w) for g, w in zip(grid, window))
-    shifts = tuple(0 if g <= w else s for g, w, s in zip(grid, window, shift))
+    if is_static(*grid):
+        return (tuple(min(g, w) for g, w in zip(grid, window)),
+                tuple(0 if g <= w else s for g, w, s in zip(grid, window, shift)))
+    fitted = tuple(torch.sym_min(g, w) for g, w in zip(grid, window))
+    shifts = tuple(s * torch.sym_min(torch.sym_max(g - w, 0), 1) for g, w, s in zip(grid, window, shift))
     return fitted, shifts
 
 
-def _regions(size: int, window: int, shift: int) -> torch.Tensor:
+def padded_grid(grid: Grid, window: Grid) -> Grid:
+    """``grid`` rounded up to window multiples (ceil division of non-negative sizes: the ONNX translation of
+    Python's floor division of a negative symbolic size truncates instead, torch 2.14)."""
+    return tuple((g + n - 1) // n * n for g, n in zip(grid, window))
+
+
+def is_static(*sizes) -> bool:
+    """Whether every size is a plain int (eager), not a symbolic size being traced."""
+    return all(isinstance(s, int) for s in sizes)
+
+
+def _window_rows_cols(padded: Grid, window: Grid) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded-map row 'nh 1 wh 1' and column '1 nw 1 ww' of each window token ('(nh wh) (nw ww) -> nh nw wh ww'
+    by index arithmetic, so that the window may be a symbolic size)."""
+    (ph, pw), (wh, ww) = padded, window
+    rows = torch.arange(ph // wh)[:, None, None, None] * wh + torch.arange(wh)[None, None, :, None]
+    cols = torch.arange(pw // ww)[None, :, None, None] * ww + torch.arange(ww)[None, None, None, :]
+    return rows, cols
+
+
+def _regions(size, window, shift) -> torch.Tensor:
     """Region label (0, 1, 2) of each row of a padded side: [0, n-window), [n-window, n-shift), [n-shift, n);
-    one region when the side is not shifted."""
+    one region (all 0) when the side is not shifted (``shift`` 0)."""
     index = torch.arange(size)
-    if not shift:
+    if is_static(shift) and not shift:
         return torch.zeros(size, dtype=torch.long)
-    return (index >= size - window).long() + (index >= size - shift).long()
+    labels = (index >= size - window).long() + (index >= size - shift).long()
+    return labels if is_static(shift) else labels * torch.sym_min(shift, 1)  # a symbolic shift may be 0
 
 
 @cached_tensors(maxsize=32)
 def shift_mask(padded: Grid, window: Grid, shift: Grid) -> torch.Tensor:
     """Additive mask '(nh nw) (wh ww) (wh ww)': 0 within a shift region, :data:`MASKED` across regions."""
-    rows = _regions(padded[0], window[0], shift[0])
-    cols = _regions(padded[1], window[1], shift[1])
-    labels = rows[:, None] * 3 + cols[None, :]  # 'hp wp'
-    labels = rearrange(labels, '(nh wh) (nw ww) -> (nh nw) (wh ww)', wh=window[0], ww=window[1])
+    rows, cols = _window_rows_cols(padded, window)
+    labels = _regions(padded[0], window[0], shift[0])[rows] * 3 + _regions(padded[1], window[1], shift[1])[cols]
+    labels = labels.reshape(-1, window[0] * window[1])  # 'nh nw wh ww -> (nh nw) (wh ww)'
     return (labels[:, :, None] != labels[:, None, :]).float() * MASKED
 
 
@@ -73,23 +98,27 @@ def window_order(grid: Grid, window: Grid, shift: Grid, pad_first: bool = False)
 
     ``to_windows`` '(nh nw wh ww)': for each window token, its raster index 'h w' in the map, or h*w (a zero token
     appended to the map) for padding; ``from_windows`` '(h w)': for each map token, its index in the windows.
-    ``pad_first``: the padded map is rolled (see the module docstring).
+    ``pad_first``: the padded map is rolled (see the module docstring). Index arithmetic only, so that the sizes may
+    be symbolic while torch.export traces.
     """
-    (h, w), padded = grid, tuple(-(-g // n) * n for g, n in zip(grid, window))
-    rows, cols = torch.arange(padded[0])[:, None], torch.arange(padded[1])[None, :]
+    h, w = grid
+    padded = padded_grid(grid, window)
     rolled = padded if pad_first else (h, w)  # the sides the roll wraps around
-    src_rows, src_cols = (rows + shift[0]) % rolled[0], (cols + shift[1]) % rolled[1]  # position r holds r + shift
-    source = src_rows * w + src_cols
+    rows, cols = _window_rows_cols(padded, window)  # padded position of each window token
+    src_rows, src_cols = _wrap(rows + shift[0], rolled[0]), _wrap(cols + shift[1], rolled[1])  # r holds r + shift
     outside = (src_rows >= h) | (src_cols >= w) if pad_first else (rows >= h) | (cols >= w)
-    source = source.masked_fill(outside, h * w)
-    order = '(nh wh) (nw ww) -> (nh nw wh ww)'
-    to_windows = rearrange(source, order, wh=window[0], ww=window[1])
-    slot = torch.empty(padded[0] * padded[1], dtype=torch.long)
-    slot[rearrange(torch.arange(padded[0] * padded[1]).view(padded), order, wh=window[0], ww=window[1])] = \
-        torch.arange(padded[0] * padded[1])  # slot[p]: the window index of padded position p (raster)
-    ys, xs = torch.arange(h)[:, None], torch.arange(w)[None, :]
-    from_windows = slot[((ys - shift[0]) % rolled[0]) * padded[1] + (xs - shift[1]) % rolled[1]].flatten()
-    return to_windows, from_windows
+    to_windows = (src_rows * w + src_cols).masked_fill(outside, h * w).flatten()
+    slot = torch.arange(padded[0] * padded[1])  # slot[p]: the window index of padded position p (raster)
+    slot = torch.empty_like(slot).scatter_(0, (rows * padded[1] + cols).flatten(), slot)
+    ys = _wrap(torch.arange(h)[:, None] - shift[0], rolled[0])
+    xs = _wrap(torch.arange(w)[None, :] - shift[1], rolled[1])
+    return to_windows, slot[ys * padded[1] + xs].flatten()
+
+
+def _wrap(index: torch.Tensor, n) -> torch.Tensor:
+    """``index % n`` for indices in [-n, 2n) by comparisons (the ONNX translation of a tensor modulo a symbolic
+    size fails, torch 2.14)."""
+    return index - (index >= n).long() * n + (index < 0).long() * n
 
 
 @cached_tensors(maxsize=64)
@@ -121,15 +150,23 @@ class ShiftedWindowAttention(Attention):
             raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
         (h, w), (b, n, c) = grid, x.shape
         window, shift = fit_window(grid, self.window, self.shift, self.pad_first)
-        padded = (-(-h // window[0]) * window[0], -(-w // window[1]) * window[1])
+        padded = padded_grid(grid, window)
+        exporting = torch.compiler.is_exporting() and not is_static(h, w)  # (torch.compile guards such sizes)
+        if exporting and (padded[0] // window[0] < 2 or padded[1] // window[1] < 2):
+            raise ValueError(f"{type(self).__name__} traced on a {h}x{w} map with one {window[0]}x{window[1]} window "
+                             f"on a side: the trace would fix that count of windows (torch.export treats sizes 1 as "
+                             f"constants); trace at an input size at which every stage's map is larger than its "
+                             f"window on both sides (e.g. 256x288 for a window of 7 at stride 32)")
         to_windows, from_windows = window_order((h, w), window, shift, self.pad_first)
         tokens = x.reshape(b * n, c)
-        if padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c'
-            tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1
+        static = is_static(h, w)
+        if not static or padded != (h, w):  # one zero token per image for the padding: 'b (h w + 1) c' (traced:
+            tokens, n = F.pad(x, (0, 0, 0, 1)).flatten(0, 1), n + 1  # always, unused where no padding is needed)
         # 'b (h w) c -> (b nh nw) (wh ww) c' (rolled, padded) by one gather
         windows = tokens.index_select(0, batched(to_windows, b, n, x.device))
         windows = windows.view(-1, window[0] * window[1], c)
-        region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if any(shift) else None
+        shifted = not static or any(shift)  # traced: always, all zeros where the sides are not shifted
+        region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if shifted else None
         out = super().forward(windows, grid=window, mask=region_mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
