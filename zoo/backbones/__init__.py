@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     dinov2,
     dinov3,
     eva02,
+    internvit,
     levit,
     pe,
     pit,
