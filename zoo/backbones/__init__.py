@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     eva02,
     internvit,
     levit,
+    naflex,
     pe,
     pit,
     radio,
