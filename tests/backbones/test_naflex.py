@@ -12,7 +12,7 @@ import zoo
 from zoo.backbones.naflex import NaFlexTokens
 from zoo.backbones.naflex_batch import NaFlexBatch, budget_size, fit_to_budget, patchify
 from zoo.backbones.naflex_pos import FactorizedPosEmbed, GridPosEmbed
-from zoo.weights.naflex import naflex_from_timm
+from zoo.weights.timm import FROM_TIMM
 
 from ..reference import meta_pair, save_safetensors, timm_reference
 
@@ -40,7 +40,7 @@ def test_the_registered_names_are_timms_naflex_vits_but_radio():
 @pytest.mark.parametrize('name', NAMES)
 def test_meta_build_has_timms_keys_shapes_and_parameter_count(name):
     ours, reference = meta_pair(name)
-    want = {k: tuple(v.shape) for k, v in naflex_from_timm(reference.state_dict()).items()}
+    want = {k: tuple(v.shape) for k, v in FROM_TIMM['naflex'](reference.state_dict()).items()}
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == want
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
     assert ours.num_prefix_tokens == reference.num_prefix_tokens

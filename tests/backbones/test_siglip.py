@@ -17,8 +17,8 @@ timm = pytest.importorskip('timm')
 SMALLEST = 'vit_base_patch16_siglip_224'
 NAMES = zoo.list_backbones('vit_*_siglip_*')
 #: timm's SigLIP names left out, and why (see zoo/backbones/siglip.py).
-LEFT_OUT = {'naflexvit_base_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex; tests/backbones/test_naflex.py)',
-            'naflexvit_so400m_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex; tests/backbones/test_naflex.py)'}
+LEFT_OUT = {'naflexvit_base_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex, test_naflex.py)',
+            'naflexvit_so400m_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex, test_naflex.py)'}
 
 
 def test_the_registered_names_are_timms_siglip_vits_but_the_listed_ones():

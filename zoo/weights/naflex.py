@@ -1,6 +1,7 @@
 """timm's NaFlexViT keys (``naflexvit_*``) -> :mod:`zoo.backbones.naflex`: the ``embeds.*`` module's patch Linear,
-position table(s) and prefix tokens move to this project's names; the blocks and heads are timm's ViT keys
-(:func:`zoo.weights.timm.vit_from_timm`: the MAP head's q / kv / proj into the core Attention's slots)."""
+position table(s) and prefix tokens move to this project's names (:func:`naflex_embeds_to_vit`); the blocks and heads
+are timm's ViT keys, which :func:`zoo.weights.timm.vit_from_timm` reads after it (``FROM_TIMM['naflex']``: the MAP
+head's q / kv / proj into the core Attention's slots)."""
 from __future__ import annotations
 
 from .rename import rename_keys, rules
@@ -14,8 +15,7 @@ _EMBEDS_RULES = rules(r"""
 """)
 
 
-def naflex_from_timm(state: dict) -> dict:
-    """timm's ``naflexvit_*`` state dict -> :class:`zoo.backbones.naflex.NaFlexClassifier` keys (tensors as they
-    are: the patch Linear's inputs are (row, column, channel) in both, the table '1 h w d')."""
-    from .timm import vit_from_timm  # the ViT part of the layout
-    return vit_from_timm(rename_keys(state, _EMBEDS_RULES))
+def naflex_embeds_to_vit(state: dict) -> dict:
+    """timm's ``embeds.*`` keys renamed (tensors as they are: the patch Linear's inputs are (row, column, channel) in
+    both layouts, the table '1 h w d'); every other key unchanged."""
+    return rename_keys(state, _EMBEDS_RULES)
