@@ -3,7 +3,7 @@ towers): the :mod:`.vit` blocks on images of any resolution and aspect ratio und
 
 What is NaFlex's own, as parts around the shared blocks:
 - the patch embedding is one Linear over each patch's values in (row, column, channel) order (``patch_embed.proj``,
-  timm's linear ``embeds.proj``); on a 'b c h w' batch it runs as the equal strided conv;
+  timm's linear ``embeds.proj``), also on a 'b c h w' batch (cut into patches first);
 - positions are a table resampled per image to its own grid (:mod:`.naflex_pos`: a learned 2-D table, bicubic or
   bilinear, or factorized row and column tables, optionally aspect-preserving), on the patch tokens only;
 - a batch of images of different sizes is a :class:`~.naflex_batch.NaFlexBatch` (patches padded to a budget,
@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -44,8 +43,8 @@ class NaFlexTokens(NamedTuple):
 
 
 class PatchLinear(nn.Module):
-    """'b n (ph pw c) -> b n d' by one Linear ``proj`` over each patch's values (row, column, channel order); on
-    images 'b c (h ph) (w pw)' the same map as a strided conv: 'b (h w) d' and the grid (h, w)."""
+    """'b n (ph pw c) -> b n d' by one Linear ``proj`` over each patch's values (row, column, channel order); images
+    'b c (h ph) (w pw)' are cut into such patches first: 'b (h w) d' and the grid (h, w)."""
 
     def __init__(self, patch_size: int, in_chans: int, embed_dim: int, bias: bool = True):
         super().__init__()
@@ -58,9 +57,9 @@ class PatchLinear(nn.Module):
         if h % p or w % p:
             raise ValueError(f"input size {h}x{w} cannot be tiled by {p}x{p} patches; resize or pad it to a multiple "
                              f"of {p}, or pass a list of images (zoo.backbones.naflex_batch.patchify pads each)")
-        weight = rearrange(self.proj.weight, 'd (ph pw c) -> d c ph pw', ph=p, pw=p)
-        x = F.conv2d(x, weight, self.proj.bias, stride=p)
-        return x.flatten(2).transpose(1, 2), (x.shape[-2], x.shape[-1])  # 'b d h w -> b (h w) d'
+        # one GEMM over the patch vectors (faster on CPU than the equal strided conv)
+        patches = rearrange(x, 'b c (h ph) (w pw) -> b (h w) (ph pw c)', ph=p, pw=p)
+        return self.proj(patches), (h // p, w // p)
 
     def tokens(self, patches: torch.Tensor) -> torch.Tensor:
         if patches.shape[-1] != self.proj.in_features:
