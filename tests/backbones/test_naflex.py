@@ -170,3 +170,15 @@ def test_timms_file_loads_by_format_auto(tmp_path):
     x = torch.randn(1, 3, 64, 48)
     with torch.no_grad():
         assert (ours.eval()(x) - reference(x)).abs().max() <= 1e-4
+
+
+def test_list_models_reports_naflex_names_with_timms_counts():
+    import list_models
+    rows = {r['name']: r for r in list_models.main(['naflexvit_*'])}
+    assert sorted(rows) == NAMES
+    for name in ('naflexvit_base_patch16_siglip', 'naflexvit_base_patch16_parfac_gap'):
+        with torch.device('meta'):
+            reference = timm.create_model(name, pretrained=False)
+        assert rows[name]['classifier_params_M'] == round(sum(p.numel() for p in reference.parameters()) / 1e6, 2)
+        assert rows[name]['family'] == 'naflex' and rows[name]['out_strides'] == [16] * 4
+    assert rows['naflexvit_so400m_patch16_siglip']['out_channels'] == [1152] * 4
