@@ -52,7 +52,8 @@ class Block(Checkpointable):
 
     def _forward(self, x: torch.Tensor, grid=None, return_attn: bool = False, mask: torch.Tensor | None = None):
         """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``)."""
-        x, attn = self._attention_residual(x, grid, return_attn, mask)
+        masked = {} if mask is None else {'mask': mask}  # subclasses' residuals without a mask are never given one
+        x, attn = self._attention_residual(x, grid, return_attn, **masked)
         if self.norm_placement == 'post':
             x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
         elif self.norm_placement == 'res_post':
@@ -64,7 +65,7 @@ class Block(Checkpointable):
     def _attention_residual(self, x, grid, return_attn, mask=None):
         # A function of its own so that the branch output is freed before the MLP runs.
         placement = self.norm_placement
-        masked = {} if mask is None else {'mask': mask}  # attentions that take no mask are never given one
+        masked = {} if mask is None else {'mask': mask}  # nor attentions without one
         out = self.attn(self.norm1(x) if placement == 'pre' else x, grid=grid, return_attn=return_attn, **masked)
         out, attn = out if return_attn else (out, None)
         x = x + self.drop_path1(self.ls1(self.norm1(out) if placement == 'res_post' else out))
