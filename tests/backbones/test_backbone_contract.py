@@ -39,6 +39,9 @@ COVERED_BY = {
        if name != 'aimv2_large_patch14_224'},  # AIMv2: the ViT classes (large: slow lane); reduced in test_aimv2.py
     **{name: 'vit_base_patch16_radio_v3' for name in zoo.list_backbones('vit_*_radio_*')
        if name != 'vit_base_patch16_radio_v3'},  # C-RADIO: the ViT classes, the cropped table; test_radio.py
+    'vit_intern300m_patch14_448': 'vit_large_patch16_224',  # InternViT-300M: the ViT classes; test_internvit.py
+    **{name: 'naflexvit_base_patch16_gap' for name in zoo.list_backbones('naflexvit_*')
+       if name != 'naflexvit_base_patch16_gap'},  # NaFlex: one class pair; every name reduced in test_naflex.py
 }
 NAMES = [name for name in zoo.list_backbones() if name not in COVERED_BY]
 #: The big variants (2-9 s each) run in the full suite only, unless their class has no smaller one: the fast lane

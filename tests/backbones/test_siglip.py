@@ -17,15 +17,13 @@ timm = pytest.importorskip('timm')
 SMALLEST = 'vit_base_patch16_siglip_224'
 NAMES = zoo.list_backbones('vit_*_siglip_*')
 #: timm's SigLIP names left out, and why (see zoo/backbones/siglip.py).
-LEFT_OUT = {'vit_so400m_patch14_siglip_384': '384 px is not tiled by 14 px patches (timm drops 6 rows/columns)',
-            'vit_so400m_patch14_siglip_gap_384': '384 px is not tiled by 14 px patches (timm drops 6 rows/columns)',
-            'naflexvit_base_patch16_siglip': 'NaFlex (variable aspect, patch masks) is out of scope',
-            'naflexvit_so400m_patch16_siglip': 'NaFlex (variable aspect, patch masks) is out of scope'}
+LEFT_OUT = {'naflexvit_base_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex, test_naflex.py)',
+            'naflexvit_so400m_patch16_siglip': 'the NaFlex family (zoo.backbones.naflex, test_naflex.py)'}
 
 
 def test_the_registered_names_are_timms_siglip_vits_but_the_listed_ones():
     assert sorted(NAMES + list(LEFT_OUT)) == sorted(timm.list_models('*siglip*'))
-    assert len(NAMES) == 32
+    assert len(NAMES) == 34
 
 
 @pytest.mark.parametrize('name', NAMES)
@@ -57,6 +55,43 @@ def test_logits_and_pooled_features_equal_timm(name, size, tmp_path):
     ours = zoo.create_classifier(name, depth=2, num_classes=10, pretrained=path).eval()
     assert ours.blocks[0].norm1.weight.ne(1).any()  # perturbed: the norms are exercised
     assert_classifier_equals_timm(ours, reference, (native, size))
+
+
+SO400M = [n for n in NAMES if '_so400m_' in n]
+
+
+@pytest.mark.parametrize('name', SO400M)
+def test_so400m_parameter_counts_equal_timms_on_meta(name):
+    ours, reference = meta_pair(name)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
+    assert ours.drop_remainder == (name.startswith('vit_so400m_patch14_') and name.endswith('_384'))
+
+
+SHRUNK_SO400M = dict(depth=2, embed_dim=96)  # 16 heads of 6, the MLP 3.7362 wide as the full tower's
+
+
+@pytest.mark.parametrize('name,size', [('vit_so400m_patch14_siglip_384', (200, 130)),
+                                       ('vit_so400m_patch14_siglip_gap_384', (98, 160)),
+                                       ('vit_so400m_patch16_siglip_256', (96, 160))])
+def test_shrunk_so400m_towers_equal_timm_at_native_and_non_square_sizes(name, size, tmp_path):
+    """timm's 384 px patch-14 towers take no dynamic size (its dynamic path asks for tiled sides): the non-square
+    reference is timm's tower built at that size, its table resampled by timm's own checkpoint filter."""
+    from timm.models.vision_transformer import checkpoint_filter_fn
+    native = timm.models.get_pretrained_cfg(name).input_size[1:]
+    reference = timm_reference(name, num_classes=10, **SHRUNK_SO400M)
+    path = save_safetensors(reference, tmp_path / 'w.safetensors')
+    ours = zoo.create_classifier(name, num_classes=10, pretrained=path, **SHRUNK_SO400M).eval()
+    assert ours.blocks[0].mlp.fc1.out_features == reference.blocks[0].mlp.fc1.out_features == 358
+    assert_classifier_equals_timm(ours, reference, (native,))
+    at_size = timm.create_model(name, num_classes=10, img_size=size, **SHRUNK_SO400M).eval()
+    at_size.load_state_dict(checkpoint_filter_fn(reference.state_dict(), at_size))
+    assert_classifier_equals_timm(ours, at_size, (size,))
+
+
+def test_a_size_the_patches_do_not_tile_is_refused_without_drop_remainder():
+    model = zoo.create_classifier('vit_so400m_patch14_siglip_378', **SHRUNK_SO400M)
+    with pytest.raises(ValueError, match='cannot be tiled by 14x14 patches'):
+        model(torch.randn(1, 3, 384, 384))
 
 
 def test_the_map_head_is_the_core_attention_with_a_probe_that_is_not_a_key():

@@ -27,13 +27,14 @@ _SIGLIP_VITS = {
     ('base', 32): ((256,), (256,), True),
     ('base', 16): ((224, 256, 384, 512), (224, 256, 384, 512), False),
     ('large', 16): ((256, 384, 512), (256, 384, 512), False),
-    ('so400m', 14): ((224, 378), (224, 378, 448, 896), False),  # not timm's 384 px ones: see below
+    ('so400m', 14): ((224, 378, 384), (224, 378, 384, 448, 896), False),  # 384 px: see below
     ('so400m', 16): ((256, 384, 512), (256, 384, 512), True),
     ('giantopt', 16): ((256, 384), (256, 384), True),
 }
-# Left out: vit_so400m_patch14_siglip_384 and vit_so400m_patch14_siglip_gap_384, whose 384 px input timm's patch
-# embedding tiles by 14 px patches by dropping the last 6 rows and columns (27 x 27 patches); PatchEmbed here refuses a
-# size the patches do not tile (timm calls its 378 px names the corrected variant of these).
+# vit_so400m_patch14_siglip_384 and its _gap_ twin: 384 px is not tiled by 14 px patches; timm's strided conv drops the
+# last 6 rows and columns (27 x 27 patches), as ``drop_remainder`` does here for those two names only (timm calls its
+# 378 px names the corrected variant of these).
+_DROP_REMAINDER = ('so400m', 14, 384)
 _TANH_512 = ('large', 16)  # timm's large 512 px towers (SigLIP 2) use the tanh GELU, its 256 / 384 ones the exact GELU
 for (_size, _patch), (_map_sizes, _gap_sizes, _tanh) in _SIGLIP_VITS.items():
     for _pool, _sizes in (('', _map_sizes), ('_gap', _gap_sizes)):
@@ -42,4 +43,5 @@ for (_size, _patch), (_map_sizes, _gap_sizes, _tanh) in _SIGLIP_VITS.items():
             register_variant(f'vit_{_size}_patch{_patch}_siglip{_pool}_{_res}', VIT, mean=HALF_MEAN, std=HALF_STD,
                              input_size=_res, num_classes=0, patch_size=_patch, act=_act,
                              head=dict(global_pool='avg', fc_norm=False) if _pool else dict(global_pool='map'),
+                             **(dict(drop_remainder=True) if (_size, _patch, _res) == _DROP_REMAINDER else {}),
                              **SIGLIP_OPTIONS, **SIGLIP_SIZES[_size])

@@ -69,6 +69,8 @@ class ViTEncoder(nn.Module):
     norm: every norm's kind, 'layer' (LayerNorm) or 'rms' (RMSNorm: no centring, no bias; AIMv2), eps ``norm_eps``;
     patch_norm: a norm on the patch tokens before the positions are added (timm's ``embed_norm_layer``; AIMv2);
     proj_bias: the attention's output projection and the MLPs' Linears have biases (timm's ``proj_bias``; AIMv2 none).
+    drop_remainder: the input's last rows / columns that the patches do not tile are dropped (what timm's strided
+    conv does; SigLIP so400m/14 at 384 px reads 27 x 27 patches of 378 px); else such an input is refused.
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
@@ -84,11 +86,11 @@ class ViTEncoder(nn.Module):
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
                  swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False, mlp_norm: bool = False,
                  attn_norm: bool = False, norm_placement: str | None = None, norm: str = 'layer',
-                 patch_norm: bool = False, proj_bias: bool = True):
+                 patch_norm: bool = False, proj_bias: bool = True, drop_remainder: bool = False):
         super().__init__()
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
-        self.num_heads = num_heads
+        self.num_heads, self.drop_remainder = num_heads, drop_remainder
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {sorted(NORMS)}, got {norm!r}")
         self.norm_layer = norm_layer = partial(NORMS[norm], eps=norm_eps)
@@ -158,6 +160,9 @@ class ViTEncoder(nn.Module):
     def embed(self, x: torch.Tensor):
         """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
         check_images(self, x)
+        if self.drop_remainder:  # 'b c H W -> b c (h p) (w p)': the untiled last rows / columns go
+            p = self.patch_size
+            x = x[..., :x.shape[-2] // p * p, :x.shape[-1] // p * p]
         x, grid = self.patch_embed(x)
         return self.add_prefix_and_positions(x, grid), grid
 

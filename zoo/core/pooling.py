@@ -29,7 +29,8 @@ class AttentionPool(nn.Module):
 class ProbePool(nn.Module):
     """'b n d -> b d': multihead attention-pooling (MAP; SigLIP, timm's ``AttentionPoolLatent``): a learned probe
     ``latent`` asks the ``n`` tokens (:class:`zoo.core.qkv.ProbeQKV`: the probe is not among the keys), the output
-    projected, then a residual MLP on the normed result: y = a + mlp(norm(a))."""
+    projected, then a residual MLP on the normed result: y = a + mlp(norm(a)). ``mask`` (bool 'b 1 1 n', True = a
+    key; NaFlex's padding is not) goes to the attention."""
 
     def __init__(self, dim: int, num_heads: int, hidden_dim: int, norm_layer=nn.LayerNorm, act_layer=nn.GELU):
         super().__init__()
@@ -39,6 +40,6 @@ class ProbePool(nn.Module):
         self.mlp = Mlp(dim, hidden_dim, act_layer=act_layer)
         nn.init.trunc_normal_(self.latent, std=dim ** -0.5)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.attn(torch.cat([self.latent.expand(tokens.shape[0], -1, -1), tokens], dim=1))[:, 0]
+    def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.attn(torch.cat([self.latent.expand(tokens.shape[0], -1, -1), tokens], dim=1), mask=mask)[:, 0]
         return x + self.mlp(self.norm(x))

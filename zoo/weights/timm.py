@@ -9,6 +9,7 @@ from ..backbones.coatnet import HEAD_DIM as COATNET_HEAD_DIM
 from .dinov2 import dinov2_from_official
 from .dinov3 import dinov3_from_timm
 from .eva import eva_to_vit, is_eva_layout
+from .naflex import naflex_embeds_to_vit
 from .rename import heads_first_table, rename_keys, rules
 from .swin import swin_from_timm
 from .timm_levit_pit import levit_from_timm, pit_from_timm
@@ -88,4 +89,5 @@ def crossvit_from_timm(state: dict) -> dict:
 FROM_TIMM = {'vit': vit_from_timm, 'coatnet': coatnet_from_timm, 'crossvit': crossvit_from_timm,
              'swin': swin_from_timm, 'pit': pit_from_timm, 'levit': levit_from_timm,
              'dinov2': dinov2_from_official,  # timm's DINOv2 keys are the official ones less mask/registers
-             'dinov3': dinov3_from_timm}
+             'dinov3': dinov3_from_timm,
+             'naflex': lambda state: vit_from_timm(naflex_embeds_to_vit(state))}  # NaFlex: its embeds, then a ViT
