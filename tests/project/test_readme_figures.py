@@ -38,7 +38,8 @@ def test_the_short_run_table_has_the_tests_iterations():
     rows = {'vit': '| CamVid, `configs/dpt_vitb_camvid.py` shrunk, ViT-Ti', 'cvt': '| same, CvT-13',
             'coatnet': '| same, CoAtNet', 'crossvit': '| same, CrossViT', 'clip': '| same, CLIP',
             'siglip': '| same, SigLIP', 'dinov3': '| same, DINOv3', 'eva02': '| same, EVA-02',
-            'pe': '| same, Perception Encoder', 'aimv2': '| same, AIMv2', 'radio': '| same, C-RADIOv3'}
+            'pe': '| same, Perception Encoder', 'aimv2': '| same, AIMv2', 'radio': '| same, C-RADIOv3',
+            'internvit': '| same, InternViT-300M', 'naflex': '| same, NaFlex'}
     assert {name: readme_iterations(rows[name]) for name in tested} == tested
     depth = re.search(r"'train_cfg\.max_iters=(\d+)'",
                       inspect.getsource(test_training.test_seven_scenes_short_run_beats_predicting_the_mean_depth))
