@@ -15,7 +15,7 @@ from .clip import clip_from_hf
 from .dinov2 import dinov2_from_hf
 from .dinov3 import dinov3_from_hf
 from .rename import rename_keys, rules
-from .siglip import is_siglip_layout, siglip_from_hf
+from .siglip import is_siglip_layout, siglip2_from_hf, siglip_from_hf
 from .swin import swin_from_hf
 
 _PROJ = r'convolution_projection_(query|key|value)\.convolution_projection\.'
@@ -55,5 +55,5 @@ def vit_from_hf(state: dict) -> dict:
     return siglip_from_hf(state) if is_siglip_layout(state) else clip_from_hf(state)
 
 
-FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'dinov3': dinov3_from_hf, 'swin': swin_from_hf,
-           'vit': vit_from_hf}
+FROM_HF = {'cvt': cvt_from_hf, 'dinov2': dinov2_from_hf, 'dinov3': dinov3_from_hf, 'naflex': siglip2_from_hf,
+           'swin': swin_from_hf, 'vit': vit_from_hf}

@@ -7,12 +7,16 @@
 ``torch.nn.MultiheadAttention`` whose ``in_proj`` rows [q | k | v] become :class:`zoo.core.ProbeQKV`'s ``q`` and
 ``kv``, ``layernorm``, ``mlp``) -> :class:`zoo.core.ProbePool`. timm's SigLIP files are its ViT layout
 (:func:`zoo.weights.timm.vit_from_timm`).
+
+SigLIP 2's NaFlex tower (``Siglip2VisionModel``, ``Siglip2Model``) -> :mod:`zoo.backbones.naflex`
+(:func:`siglip2_from_hf`): the same names, with a patch ``nn.Linear`` over (row, column, channel) patches, as ours,
+and the table '(h w) d' of a square grid, ours '1 h w d' (both resampled per image, bilinear with antialias).
 """
 from __future__ import annotations
 
 from .clip import TOWER_RULES, vision_tower
 from .io import CheckpointError
-from .layout_error import of_rank, required
+from .layout_error import CheckpointLayoutError, of_rank, required
 from .rename import rules
 
 _RULES = TOWER_RULES + rules(r"""
@@ -45,4 +49,17 @@ def siglip_from_hf(state: dict) -> dict:
         if key in out:
             q, kv = out.pop(key).tensor_split([out['attn_pool.latent'].shape[-1]])
             out[f'attn_pool.attn.qkv.q.{kind}'], out[f'attn_pool.attn.qkv.kv.{kind}'] = q, kv
+    return out
+
+
+def siglip2_from_hf(state: dict) -> dict:
+    """transformers' SigLIP 2 NaFlex vision layout (see the module docstring) -> :mod:`zoo.backbones.naflex` keys."""
+    out = siglip_from_hf(state)
+    table = out['pos_embed.weight'][0]  # '(h w) d'
+    side = round(table.shape[0] ** 0.5)
+    if side * side != table.shape[0]:
+        raise CheckpointLayoutError('vision_model.embeddings.position_embedding.weight', f"{table.shape[0]} positions "
+                                    f"are no square grid", "Siglip2VisionModel saves num_patches = a square's; save "
+                                    "the model again with save_pretrained")
+    out['pos_embed.weight'] = table.reshape(1, side, side, -1)
     return out
