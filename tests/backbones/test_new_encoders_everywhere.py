@@ -1,7 +1,8 @@
-"""The 2026 encoders (DINOv3, SigLIP, CLIP, EVA-02, PE, AIMv2, C-RADIO) work with what the project offers every
-backbone: ``forward_taps`` at non-square sizes their patch tiles, a DPT segmentor, LoRA on every attention projection
-(merged = unmerged, gradients to the adapters only), layer-wise lr decay in depth order, one FSDP unit per block, and
-``tools/compare.py``'s identity check. Each at a small width and four blocks (every part of the family kept)."""
+"""The 2026 encoders (DINOv3, SigLIP, CLIP, EVA-02, PE, AIMv2, C-RADIO, InternViT, NaFlex on a batch tensor) work with
+what the project offers every backbone: ``forward_taps`` at non-square sizes their patch tiles, a DPT segmentor,
+LoRA on every attention projection (merged = unmerged, gradients to the adapters only), layer-wise lr decay in depth
+order, one FSDP unit per block, and ``tools/compare.py``'s identity check. Each at a small width and four blocks
+(every part of the family kept)."""
 import math
 
 import pytest
@@ -25,6 +26,8 @@ ENCODERS = {  # name: (shrinking overrides, patch)
     'vit_pe_core_tiny_patch16_384': ({}, 16),
     'aimv2_large_patch14_224': (NARROW, 14),
     'vit_base_patch16_radio_v3': (NARROW, 16),
+    'vit_intern300m_patch14_448': (NARROW, 14),
+    'naflexvit_base_patch16_siglip': (NARROW, 16),
 }
 DEPTH = 4
 
