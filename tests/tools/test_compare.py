@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
 from mmengine.config import Config
 
 from lab.benchmark import compare
@@ -96,3 +97,11 @@ def test_the_heads_grid_trains_every_config_on_every_backbone():
 def test_the_heads_flag_is_needed_for_a_grid():
     with pytest.raises(SystemExit):
         compare_tool.main(['--configs', 'a.py', 'b.py', '--backbones', 'vit_tiny_patch16_224'])
+
+
+def test_the_training_measure_backpropagates_through_every_output_of_a_mask_head():
+    from lab.benchmark.dense import output_scalar
+    a, b = torch.ones(2, 3, requires_grad=True), torch.full((4,), 2.0, requires_grad=True)
+    output_scalar((a, b)).backward()  # mean(a) + mean(b): each element's gradient is 1 / its tensor's size
+    assert torch.equal(a.grad, torch.full((2, 3), 1 / 6)) and torch.equal(b.grad, torch.full((4,), 1 / 4))
+    assert output_scalar(torch.full((2, 2), 3.0)) == 3.0

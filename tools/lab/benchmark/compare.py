@@ -28,7 +28,7 @@ from zoo.runtime import apply_kernel_policy
 from . import runs as run_folder
 from . import stats
 from .budget import budget_iterations, set_iterations
-from .dense import forward_against_matmul, forward_fn
+from .dense import forward_against_matmul, forward_fn, output_scalar
 from .provenance import canonical_config, check_same_settings, digest, settings
 from .tables import markdown
 
@@ -136,7 +136,7 @@ def measure(cfg, batch: int) -> dict:
            'matmul_GFLOP_s': matmul_rate}
     model.train()
     with peak_memory(x.device) as mem:
-        model(x, mode='tensor').float().mean().backward()
+        output_scalar(model(x, mode='tensor')).backward()
     row['train_peak_MiB'] = mem['peak_mib']
     return row
 

@@ -78,6 +78,13 @@ def build_model(cfg, device: str, channels_last: bool = True, checkpointing: boo
     return set_grad_checkpointing(model, checkpointing)
 
 
+def output_scalar(out) -> torch.Tensor:
+    """A scalar that every output of ``model(x, mode='tensor')`` feeds (one tensor, or the class and mask logits of
+    the mask-classification heads), for a backward through all of them."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return sum(o.float().mean() for o in outs if isinstance(o, torch.Tensor))
+
+
 def forward_fn(model, x, dtype: str):
     def run():
         with torch.inference_mode(), autocast(x.device, dtype):
@@ -91,7 +98,7 @@ def train_fn(model, x, dtype: str, keep_grads: bool = False):
     def run():
         with autocast(x.device, dtype):
             out = model(x, mode='tensor')
-        out.float().mean().backward()
+        output_scalar(out).backward()
         if not keep_grads:
             for p in model.parameters():
                 p.grad = None
