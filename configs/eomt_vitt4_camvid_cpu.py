@@ -3,10 +3,9 @@
 # masked attention anneals block by block (MaskAnnealingHook: block i from (i + 1) / 4 to (i + 2) / 4 of the run),
 # so that evaluation runs without masks. Semantic results (class scores = softmax classes x sigmoid masks).
 #   python tools/train.py configs/eomt_vitt4_camvid_cpu.py --data-root ../shared/data/camvid
-_base_ = ['_base_/datasets/camvid.py', '_base_/schedules/schedule_160k.py', '_base_/default_runtime.py']
-max_iters = 400
-effective_batch_size = None  # batch 8 on one process, no accumulation
+_base_ = ['dpt_vitt4_camvid_cpu.py']
 model = dict(
+    _delete_=True,
     type='EoMT',
     backbone=dict(type='ZooBackbone', name='vit_tiny_patch16_224', depth=4, drop_path_rate=0.0),
     num_classes={{_base_.num_classes}}, num_queries=50, num_blocks=2,
@@ -14,33 +13,6 @@ model = dict(
     data_preprocessor=dict(type='DensePreprocessor', mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
                            size_divisor=16, pad_val=0, seg_pad_val=255),  # DPT's, at EoMT's input multiple
     test_cfg=dict(tasks=('semantic',)))
-train_pipeline = [
-    dict(type='LoadImage'),
-    dict(type='LoadAnnotations'),
-    dict(type='RandomResize', scale=(240, 180), ratio_range=(0.5, 2.0), keep_ratio=True),
-    dict(type='RandomCrop', crop_size=(176, 240), cat_max_ratio=0.75),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PhotoMetricDistortion'),
-    dict(type='PackDenseInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImage'),
-    dict(type='Resize', scale=(240, 180), keep_ratio=True),
-    dict(type='LoadAnnotations'),
-    dict(type='PackDenseInputs'),
-]
-train_dataloader = dict(batch_size=8, num_workers=0, persistent_workers=False,
-                        dataset=dict(pipeline=train_pipeline))
-val_dataloader = dict(num_workers=0, persistent_workers=False, dataset=dict(pipeline=test_pipeline))
-test_dataloader = val_dataloader
-predict_scale = (240, 180)
-optim_wrapper = dict(optimizer=dict(lr=1e-3),
-                     paramwise_cfg=dict(custom_keys={'query': dict(decay_mult=0.0)}))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=30, end=max_iters),
-]
-train_cfg = dict(max_iters=max_iters, val_interval=100)
-default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=100, max_keep_ckpts=2))
+optim_wrapper = dict(paramwise_cfg=dict(custom_keys={'query': dict(decay_mult=0.0)}))
 custom_hooks = [dict(type='SafeCheckpointHook'), dict(type='PredictionVisualizationHook'),
                 dict(type='MaskAnnealingHook')]

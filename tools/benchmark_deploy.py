@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
+
+from lab.benchmark.processes import child_result, cpu_name, rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {'dpt_vitb_512': 'configs/dpt_vitb_ade20k.py:512x512',
@@ -59,10 +59,6 @@ def model_spec(spec: str) -> tuple[str, str, tuple[int, int]]:
     except ValueError:
         raise SystemExit(f"model {spec!r}: the size must be HxW, e.g. configs/x.py:512x512") from None
     return name, config, (h, w)
-
-
-def rss_mib() -> float:
-    return int(Path('/proc/self/statm').read_text().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
 
 
 def build_model(config: str):
@@ -139,16 +135,7 @@ def measure(args) -> dict:
 def run_child(args, spec: str, runtime: str, batch: int) -> dict:
     command = [sys.executable, __file__, '--child', spec, runtime, str(batch), '--repeats', str(args.repeats),
                '--threads', str(args.threads), '--work-dir', str(args.work_dir)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        reason = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ['no message']
-        return {'error': f'exit {done.returncode}: {reason[0][:160]}'}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def cpu_name() -> str:
-    return next((line.split(':', 1)[1].strip() for line in Path('/proc/cpuinfo').read_text().splitlines()
-                 if line.startswith('model name')), platform.processor())
+    return child_result(command)
 
 
 def report(args, argv=None) -> str:

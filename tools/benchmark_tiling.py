@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from lab.benchmark.processes import child_result, cpu_name, rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_IMAGE = ROOT.parent / 'shared' / 'data' / 'depth-7scenes' / 'rgb' / 'frame-000000.jpg'
@@ -42,12 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help='(internal) run one measurement in this process and print it as JSON')
     parser.add_argument('--save', type=Path, default=None, help='(internal) with --child: save the map (.npy)')
     return parser
-
-
-def rss_mib() -> float:
-    """This process's resident memory now (Linux), MiB."""
-    import os
-    return int(Path('/proc/self/statm').read_text().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
 
 
 def measure(args) -> dict:
@@ -85,10 +80,7 @@ def run_child(args, kind: str, size, save: Path | None = None) -> dict:
                '--threads', str(args.threads)]
     if save:
         command += ['--save', str(save)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        return {'error': f'exit status {done.returncode}: {done.stderr.strip().splitlines()[-1:]}'}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return child_result(command)
 
 
 def gap(tiled_path: Path, single_path: Path) -> float:
@@ -105,7 +97,6 @@ def gap(tiled_path: Path, single_path: Path) -> float:
 
 def report(args, argv=None) -> str:
     import os
-    import platform
     import tempfile
 
     import torch
@@ -122,8 +113,7 @@ def report(args, argv=None) -> str:
             g = gap(Path(folder) / 'tiled.npy', Path(folder) / 'single.npy') if ok else None
             rows += [('single', size, single, None), ('tiled', size, tiled, g)]
         rows.append(('tiled', tuple(args.size), run_child(args, 'tiled', args.size), None))
-    cpu = next((line.split(':', 1)[1].strip() for line in Path('/proc/cpuinfo').read_text().splitlines()
-                if line.startswith('model name')), platform.processor())
+    cpu = cpu_name()
     command = ' '.join(['python tools/benchmark_tiling.py', *(sys.argv[1:] if argv is None else argv)])
     lines = [f'`{command}`', '',
              f'Depth Anything V2 {args.encoder} (relative, random initialisation), tiles {args.tile[0]}x{args.tile[1]} '
