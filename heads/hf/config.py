@@ -192,6 +192,19 @@ def hf_bit_fields(f: _Fields, taps: list[int], neck_hidden_sizes: list[int]) -> 
     return dict(layers=layers, channels=channels, stem_chs=stem, num_groups=groups)
 
 
+def mask_loss_fields(f: _Fields) -> dict:
+    """The mask-classification loss (:class:`heads.losses.mask_classification.MaskClassificationLoss`) from the fields
+    transformers' Mask2Former and EoMT configs share: the three term weights, the no-object class weight and the
+    point sampling."""
+    return dict(class_weight=f.number('class_weight', 2.0, 0.0, 1e3),
+                mask_weight=f.number('mask_weight', 5.0, 0.0, 1e3),
+                dice_weight=f.number('dice_weight', 5.0, 0.0, 1e3),
+                no_object_weight=f.number('no_object_weight', 0.1, 0.0, 1.0),
+                num_points=f.integer('train_num_points', 12544),
+                oversample_ratio=f.number('oversample_ratio', 3.0, 1.0, 1e3),
+                importance_sample_ratio=f.number('importance_sample_ratio', 0.75, 0.0, 1.0))
+
+
 def check_literal(value, where: str = 'model') -> None:
     """Raise :class:`HFConfigError` unless ``value`` is made only of dicts with identifier keys, lists/tuples,
     finite numbers, booleans, None and identifier-like strings: what can be written as Python source safely."""

@@ -28,7 +28,7 @@ from zoo.weights.layout_error import fused_qkv, gather_qkv
 from zoo.weights.rename import rename_keys, rules
 
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
-from .config import HFConfigError, _Fields, check_literal
+from .config import HFConfigError, _Fields, check_literal, mask_loss_fields
 from .model_size import check_blocks, check_grid, check_model_size
 
 _RULES = rules(r"""
@@ -90,13 +90,7 @@ def _head_config(f: _Fields, labels: dict, layers: int) -> dict:
         f.fail('num_blocks', f"at most num_hidden_layers ({layers})")
     return dict(type='EoMT', num_classes=len(labels), num_queries=f.integer('num_queries', 200), num_blocks=num_blocks,
                 num_upscale=f.integer('num_upscale_blocks', 2),
-                loss=dict(class_weight=f.number('class_weight', 2.0, 0.0, 1e6),
-                          mask_weight=f.number('mask_weight', 5.0, 0.0, 1e6),
-                          dice_weight=f.number('dice_weight', 5.0, 0.0, 1e6),
-                          no_object_weight=f.number('no_object_weight', 0.1, 0.0, 1e6),
-                          num_points=f.integer('train_num_points', 12544),
-                          oversample_ratio=f.number('oversample_ratio', 3.0, 1.0, 1e3),
-                          importance_sample_ratio=f.number('importance_sample_ratio', 0.75, 0.0, 1.0)))
+                loss=mask_loss_fields(f))
 
 
 def eomt_config_from_hf(config: dict, source='config.json') -> dict:

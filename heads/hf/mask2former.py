@@ -18,7 +18,7 @@ from zoo.weights.layout_error import CheckpointLayoutError
 from zoo.weights.rename import rename_keys, rules
 from zoo.weights.swin import swin_from_hf
 
-from .config import HFConfigError, _Fields, check_literal
+from .config import HFConfigError, _Fields, check_literal, mask_loss_fields
 from .model_size import check_blocks, check_model_size
 from .upernet import swin_fields
 
@@ -122,13 +122,7 @@ def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
                    num_queries=f.integer('num_queries', 100), num_layers=layers - 1, num_heads=heads,
                    ffn_channels=f.integer('dim_feedforward', 2048),
                    input_proj=f.flag('enforce_input_projection', False), dropout=dropout)
-    loss = dict(class_weight=f.number('class_weight', 2.0, 0.0, 1e3),
-                mask_weight=f.number('mask_weight', 5.0, 0.0, 1e3),
-                dice_weight=f.number('dice_weight', 5.0, 0.0, 1e3),
-                no_object_weight=f.number('no_object_weight', 0.1, 0.0, 1.0),
-                num_points=f.integer('train_num_points', 12544),
-                oversample_ratio=f.number('oversample_ratio', 3.0, 1.0, 1e3),
-                importance_sample_ratio=f.number('importance_sample_ratio', 0.75, 0.0, 1.0))
+    loss = mask_loss_fields(f)
     model = dict(type='Mask2Former', backbone=backbone, pixel_decoder=pixel_decoder, decoder=decoder, loss=loss)
     check_literal(model)
     check_model_size(model, source, {k: config.get(k) for k in ('feature_size', 'hidden_dim', 'num_queries',
