@@ -9,18 +9,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core import Dropout
-
-from ..conv_init import check_init, classifier_init, conv_module_init
 from ..registry import MODELS
-from .uper_conv import ConvBNReLU
+from .uper_conv import ClassifierTail, ConvBNReLU
 
 
 @MODELS.register_module()
-class FCNHead(nn.Module):
+class FCNHead(ClassifierTail):
     """``forward(levels)`` reads ``levels[in_index]`` (levels finest first; the model passes every neck level:
     ``reads_levels``). ``in_index`` 2 is stride 16 of a 4..32 pyramid, as mmseg's UperNet configs."""
-    reads_levels = True
 
     def __init__(self, in_channels: int | list[int], num_classes: int, channels: int = 256, num_convs: int = 1,
                  kernel_size: int = 3, dilation: int = 1, concat_input: bool = False, in_index: int = 2,
@@ -35,11 +31,7 @@ class FCNHead(nn.Module):
         self.convs = nn.Sequential(*(ConvBNReLU(in_channels if i == 0 else channels, channels, kernel_size, dilation)
                                      for i in range(num_convs)))
         self.conv_cat = ConvBNReLU(in_channels + channels, channels, kernel_size) if concat_input else None
-        self.dropout = Dropout(dropout)
-        self.conv_seg = nn.Conv2d(channels, num_classes, 1)
-        if check_init(init) == 'mmseg':
-            conv_module_init(*self.modules())
-            classifier_init(self.conv_seg)
+        self.add_classifier(channels, num_classes, dropout, init)
 
     def forward(self, levels: list[torch.Tensor]) -> torch.Tensor:
         if not -len(levels) <= self.in_index < len(levels):
@@ -48,4 +40,4 @@ class FCNHead(nn.Module):
         out = self.convs(x)
         if self.conv_cat is not None:
             out = self.conv_cat(torch.cat([x, out], dim=1))
-        return self.conv_seg(self.dropout(out))
+        return self.classify(out)

@@ -1,9 +1,15 @@
-"""conv -> BatchNorm -> ReLU, the unit UperNet's and FCN's heads are built of (mmcv's ``ConvModule`` with BN)."""
+"""The parts UperNet's and FCN's heads are built of: conv -> BatchNorm -> ReLU (mmcv's ``ConvModule`` with BN), and
+the classifier tail of mmseg's decode heads (dropout, then a 1x1 conv to the classes)."""
 from __future__ import annotations
 
 from collections import OrderedDict
 
+import torch
 from torch import nn
+
+from zoo.core import Dropout
+
+from ..conv_init import check_init, classifier_init, conv_module_init
 
 
 class ConvBNReLU(nn.Sequential):
@@ -15,3 +21,21 @@ class ConvBNReLU(nn.Sequential):
             conv=nn.Conv2d(in_channels, out_channels, kernel_size, padding=kernel_size // 2 * dilation,
                            dilation=dilation, bias=False),
             bn=nn.BatchNorm2d(out_channels), act=nn.ReLU(inplace=True)))
+
+
+class ClassifierTail(nn.Module):
+    """A head ending as mmseg's decode heads do: ``dropout`` then ``conv_seg`` (1x1 conv to the classes), built by
+    :meth:`add_classifier` after the head's own convs (init 'mmseg': every ConvBNReLU's conv Kaiming, the classifier
+    normal std 0.01; 'torch': as built); :meth:`classify` 'b channels h w -> b num_classes h w'. Such heads read
+    every neck level (``reads_levels``)."""
+    reads_levels = True
+
+    def add_classifier(self, channels: int, num_classes: int, dropout: float, init: str) -> None:
+        self.dropout = Dropout(dropout)
+        self.conv_seg = nn.Conv2d(channels, num_classes, 1)
+        if check_init(init) == 'mmseg':
+            conv_module_init(*self.modules())
+            classifier_init(self.conv_seg)
+
+    def classify(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_seg(self.dropout(x))

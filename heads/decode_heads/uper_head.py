@@ -16,12 +16,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zoo.core import Dropout
 from zoo.core.resize import interpolate
 
-from ..conv_init import check_init, classifier_init, conv_module_init
 from ..registry import MODELS
-from .uper_conv import ConvBNReLU
+from .uper_conv import ClassifierTail, ConvBNReLU
 
 
 def resize(x: torch.Tensor, size) -> torch.Tensor:
@@ -43,10 +41,9 @@ class PyramidPooling(nn.ModuleList):
 
 
 @MODELS.register_module()
-class UPerHead(nn.Module):
+class UPerHead(ClassifierTail):
     """``forward(levels)``: levels finest first (the model passes every neck level: ``reads_levels``) ->
     'b num_classes h_0 w_0'. ``in_channels``: one per level. init 'torch' or 'mmseg' (:mod:`heads.conv_init`)."""
-    reads_levels = True
 
     def __init__(self, in_channels, num_classes: int, channels: int = 512, pool_scales=(1, 2, 3, 6),
                  dropout: float = 0.1, init: str = 'torch'):
@@ -60,11 +57,7 @@ class UPerHead(nn.Module):
         self.lateral_convs = nn.ModuleList(ConvBNReLU(c, channels, 1) for c in in_channels[:-1])
         self.fpn_convs = nn.ModuleList(ConvBNReLU(channels, channels, 3) for _ in in_channels[:-1])
         self.fpn_bottleneck = ConvBNReLU(len(in_channels) * channels, channels, 3)
-        self.dropout = Dropout(dropout)
-        self.conv_seg = nn.Conv2d(channels, num_classes, 1)
-        if check_init(init) == 'mmseg':
-            conv_module_init(*self.modules())
-            classifier_init(self.conv_seg)
+        self.add_classifier(channels, num_classes, dropout, init)
 
     def forward(self, levels: list[torch.Tensor]) -> torch.Tensor:
         if len(levels) != len(self.in_channels):
@@ -78,4 +71,4 @@ class UPerHead(nn.Module):
         outs = [conv(x) for conv, x in zip(self.fpn_convs, laterals)] + [laterals[-1]]
         size = outs[0].shape[-2:]
         fused = self.fpn_bottleneck(torch.cat([resize(x, size) for x in outs], dim=1))
-        return self.conv_seg(self.dropout(fused))
+        return self.classify(fused)
