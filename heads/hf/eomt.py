@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from zoo.weights.dinov3 import dinov3_from_hf
-from zoo.weights.layout_error import fused_qkv, gather_qkv
+from zoo.weights.layout_error import fused_qkv, gather_qkv, pack_swiglu
 from zoo.weights.rename import rename_keys, rules
 
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
@@ -48,14 +48,14 @@ _RULES = rules(r"""
     ^class_predictor\.                                       -> class_head.
 """)
 _QKV = re.compile(r'^layers\.(?P<layer>\d+)\.attention\.(?P<part>[qkv]_proj)\.(?P<kind>weight|bias)$')
-_GLU = re.compile(r'^layers\.(?P<layer>\d+)\.mlp\.(?P<part>gate_proj|up_proj)\.(?P<kind>weight|bias)$')
 _UNUSED = re.compile(r'^criterion\.')
 
 
 def convert_hf_eomt_state(state: dict) -> dict:
     """transformers' EoMT keys to ours (module docstring)."""
     rest, qkv = gather_qkv({k: v for k, v in state.items() if not _UNUSED.match(k)}, _QKV)
-    rest, glu = gather_qkv(rest, _GLU)
+    rest = pack_swiglu(rest, 'gate_proj', 'up_proj', "transformers' EoMT saves both; save the model again with "
+                       "save_pretrained")  # layers.N.mlp.fc1 = [gate | value]
     out = rename_keys(rest, _RULES)
     registers = out.get('backbone.prefix.registers')
     if registers is not None and registers.shape[1] == 0:  # transformers keeps an empty parameter for none
@@ -66,10 +66,6 @@ def convert_hf_eomt_state(state: dict) -> dict:
     for (block, kind), parts in qkv.items():
         out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = fused_qkv(
             parts, f'layers.{block}.attention', kind, 'EoMT model', ('q_proj', 'k_proj', 'v_proj'))
-    for (block, kind), parts in glu.items():  # SwiGLU: fc1 packs [gate | value]
-        out[f'backbone.blocks.{block}.mlp.fc1.{kind}'] = fused_qkv(
-            parts, f'layers.{block}.mlp', kind, 'EoMT model',
-            ('gate_proj', 'up_proj'))
     return out
 
 
