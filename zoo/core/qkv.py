@@ -163,18 +163,14 @@ class StridedQueryQKV(nn.Module):
         return self.q(queries.flatten(1, 2)), k, v
 
 
-class SeparateInputsQKV(nn.Module):
+class SeparateInputsQKV(SeparateQKV):
     """q, k and v each from tokens of its own (DETR-style attention, Mask2Former's decoder: positions added to the
     queries and keys but not to the values): x is 'b (m + n + n) c', the m query inputs, then the n key inputs, then
     the n value inputs; three Linears ``q``, ``k``, ``v`` project them. m is ``num_queries``; n follows from x.
     Self-attention passes [t + pos, t + pos, t] (m = n), cross-attention [queries + pos, memory + pos, memory]."""
 
     def __init__(self, dim: int, num_queries: int, bias: bool = True):
-        super().__init__()
-        self.num_queries = num_queries
-        self.q = nn.Linear(dim, dim, bias=bias)
-        self.k = nn.Linear(dim, dim, bias=bias)
-        self.v = nn.Linear(dim, dim, bias=bias)
+        super().__init__(dim, bias=bias, num_queries=num_queries)  # SeparateQKV's Linears q, k, v
 
     def forward(self, x: torch.Tensor, grid=None):
         m = self.num_queries
