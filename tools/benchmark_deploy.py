@@ -5,14 +5,17 @@ int8 (dynamic quantization of the MatMuls / Gemms), batch 1 and 8, one table.
     python tools/benchmark_deploy.py --models dpt_vitb_512 --batches 1 --runtimes eager onnx --repeats 3
 
 Models (``--models``; NAME=CONFIG:HxW adds one): the task model of the config, random initialisation (seed 0: time
-and memory do not depend on the weights), at the given input size. Every (model, runtime, batch) is measured in a
+and memory do not depend on the weights), at the given input size. Depth Anything V2 is built with
+``pos_interp='bicubic'`` (the same cost; the official 'dinov2' resampling has no exact dynamic-size export and is
+refused, heads.export.limits), for every runtime of its rows alike. Every (model, runtime, batch) is measured in a
 fresh process, so its peak resident memory is its own: seconds per forward (median of ``--repeats`` timed calls
 after one untimed call), images per second, the peak resident memory and the resident memory before the first call
 (model and libraries loaded). PyTorch runs the same exported module the ONNX file holds (heads.export.exportable),
 under ``torch.inference_mode``; torch.compile's first call (compilation) is untimed. The ONNX file is exported once
 per model (dynamic batch and size, heads.export.export_onnx) into ``--work-dir``; int8 is its dynamic quantization
-(heads.export.quantize.quantize_dynamic: the Linears' weights int8, activations quantized per call). A runtime that
-cannot run a model (an export refused with its reason) shows the reason in its cell.
+(heads.export.quantize.quantize_dynamic: the Linears' weights int8, activations quantized per call), traced at the
+measured size. A runtime that cannot run a model (an export refused with its reason) shows the reason in its cell, and
+one that does not finish within ``--timeout`` seconds (torch.compile's first call included) says so.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = {'dpt_vitb_512': 'configs/dpt_vitb_ade20k.py:512x512',
           'depth_anything_v2_vits_518': 'configs/depth_anything_v2_vits_7scenes.py:518x518',
           'upernet_swint_512': 'configs/upernet_swint_ade20k.py:512x512'}
+# model name -> backbone options that replace the config's for every runtime (see the module docstring)
+BACKBONE_OPTIONS = {'depth_anything_v2_vits_518': {'pos_interp': 'bicubic'}}
 RUNTIMES = ('eager', 'compile', 'onnx', 'onnx_int8')
 
 
@@ -39,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"runtimes to measure (default: {' '.join(RUNTIMES)})")
     parser.add_argument('--batches', nargs='+', type=int, default=[1, 8], help='batch sizes (default: 1 8)')
     parser.add_argument('--repeats', type=int, default=5, help='timed calls per measurement (default 5)')
+    parser.add_argument('--timeout', type=float, default=900.0,
+                        help='seconds one measurement may take, its process included (default 900)')
     parser.add_argument('--threads', type=int, default=os.cpu_count(), help='intra-op threads (default: all cores)')
     parser.add_argument('--work-dir', type=Path, default=Path('results/deploy_benchmark'),
                         help='where the ONNX files go (default results/deploy_benchmark)')
@@ -61,7 +68,7 @@ def model_spec(spec: str) -> tuple[str, str, tuple[int, int]]:
     return name, config, (h, w)
 
 
-def build_model(config: str):
+def build_model(name: str, config: str):
     import torch
 
     from heads.engine.launch import load_config
@@ -74,15 +81,16 @@ def build_model(config: str):
     backbone = model.get('backbone')
     if isinstance(backbone, dict):
         model['backbone'] = {k: v for k, v in backbone.items() if k != 'pretrained'}  # random init: no file read
+        model['backbone'].update(BACKBONE_OPTIONS.get(name, {}))
     return exportable(REGISTRY.build(model))
 
 
-def onnx_file(work_dir: Path, name: str, config: str, int8: bool) -> Path:
-    """The model's ONNX file (exported once), or its dynamic int8 quantization."""
+def onnx_file(work_dir: Path, name: str, config: str, size: tuple[int, int], int8: bool) -> Path:
+    """The model's ONNX file (exported once, traced at ``size``), or its dynamic int8 quantization."""
     fp32 = work_dir / f'{name}.onnx'
     if not fp32.exists():
         from heads.export import export_onnx
-        export_onnx(build_model(config), fp32)
+        export_onnx(build_model(name, config), fp32, example_size=size)
     if not int8:
         return fp32
     quantized = work_dir / f'{name}.int8.onnx'
@@ -105,16 +113,16 @@ def measure(args) -> dict:
     torch.set_num_threads(args.threads)
     if runtime == 'prepare':  # the ONNX files, in a process of their own (the export's memory is not a run's)
         args.work_dir.mkdir(parents=True, exist_ok=True)
-        return {'onnx': str(onnx_file(args.work_dir, name, config, int8=True))}
+        return {'onnx': str(onnx_file(args.work_dir, name, config, (h, w), int8=True))}
     x = torch.randn(int(batch), 3, h, w, generator=torch.Generator().manual_seed(0))
     if runtime.startswith('onnx'):
         from heads.export.onnx import onnx_session
         args.work_dir.mkdir(parents=True, exist_ok=True)
-        session = onnx_session(onnx_file(args.work_dir, name, config, runtime == 'onnx_int8'), args.threads)
+        session = onnx_session(onnx_file(args.work_dir, name, config, (h, w), runtime == 'onnx_int8'), args.threads)
         feed = {session.get_inputs()[0].name: np.ascontiguousarray(x.numpy())}
         call = lambda: session.run(None, feed)  # noqa: E731
     else:
-        model = build_model(config)
+        model = build_model(name, config)
         forward = torch.compile(model) if runtime == 'compile' else model
 
         def call():
@@ -135,7 +143,7 @@ def measure(args) -> dict:
 def run_child(args, spec: str, runtime: str, batch: int) -> dict:
     command = [sys.executable, __file__, '--child', spec, runtime, str(batch), '--repeats', str(args.repeats),
                '--threads', str(args.threads), '--work-dir', str(args.work_dir)]
-    return child_result(command)
+    return child_result(command, timeout=args.timeout)
 
 
 def report(args, argv=None) -> str:

@@ -1,6 +1,7 @@
 """tools/benchmark_deploy.py: model specs are checked before anything runs, and a tiny model is measured under every
 runtime in processes of its own (one table row each; a runtime's failure is a cell, not a crash)."""
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,21 @@ def test_a_tiny_model_gets_a_row_per_runtime(tmp_path):
     assert [row.split('|')[4].strip() for row in rows] == list(tool.RUNTIMES)
     assert all('exit' not in row for row in rows), rows
     assert (tmp_path / 'onnx' / 'qs.onnx').exists() and (tmp_path / 'onnx' / 'qs.int8.onnx').exists()
+
+
+def test_a_measurement_past_its_timeout_is_a_cell_not_a_wait():
+    from lab.benchmark.processes import child_result
+    result = child_result([sys.executable, '-c', 'import time; time.sleep(30)'], timeout=0.5)
+    assert 'did not finish within' in result['error'] and 'stopped' in result['error']
+
+
+def test_depth_anything_is_measured_with_the_exportable_position_resampling():
+    """The official 'dinov2' resampling is refused for a dynamic-size export, so every runtime of the Depth Anything
+    rows runs the same model with the bicubic table (the cost is the same)."""
+    from heads.export.limits import inexact_parts
+    name, config, _ = tool.model_spec('depth_anything_v2_vits_518')
+    model = tool.build_model(name, config)
+    assert inexact_parts(model) == []
+    from zoo.core.pos_embed import LearnedPosEmbed
+    modes = {m.mode for m in model.modules() if isinstance(m, LearnedPosEmbed)}
+    assert modes == {'bicubic'}

@@ -21,10 +21,13 @@ def cpu_name() -> str:
                  if line.startswith('model name')), platform.processor())
 
 
-def child_result(command: list[str]) -> dict:
+def child_result(command: list[str], timeout: float | None = None) -> dict:
     """Run ``command`` and return the JSON object of its last stdout line, or ``{'error': ...}`` with its exit status
-    and last line of stderr."""
-    done = subprocess.run(command, capture_output=True, text=True)
+    and last line of stderr, or with the ``timeout`` (seconds) it ran past (the child is killed)."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {'error': f'did not finish within {timeout:.0f} s (stopped)'}
     if done.returncode:
         reason = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ['no message']
         return {'error': f'exit {done.returncode}: {reason[0][:160]}'}
