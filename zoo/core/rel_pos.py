@@ -93,8 +93,11 @@ def offset_resize_matrix(src: int, dst) -> torch.Tensor:
 
 def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
     """'heads H W -> heads h w' offset table resampled to ``size`` = (2h-1, 2w-1) (identity if equal: returned as it
-    is, or, while torch.export traces a symbolic size, through the identity matrices)."""
-    if not torch.compiler.is_compiling() and tuple(table.shape[1:]) == tuple(size):
+    is, or, for a symbolic size (torch.export, dynamic torch.compile), through the identity matrices in the graph).
+    A concrete size is compared here, also while torch.compile traces: the resampling graph (19 bisection steps per
+    axis and block) would otherwise be traced into every block and inductor's lowering of it takes many minutes."""
+    concrete = all(isinstance(s, int) for s in (*table.shape[1:], *size))
+    if concrete and tuple(table.shape[1:]) == tuple(size):
         return table
     rows = offset_resize_matrix(table.shape[1], size[0]).to(table)
     cols = offset_resize_matrix(table.shape[2], size[1]).to(table)
