@@ -54,12 +54,14 @@ def test_base_v3_parameter_count_is_the_vits_plus_the_whole_table():
     assert count == sum(p.numel() for p in vit.parameters()) + (128 * 128 - 32 * 32) * 768 == 98_252_544
 
 
-def reduced_pair(name, tmp_path, **extra):
-    """timm's perturbed reduced model (zero patch bias: NVIDIA's has none) and ours loaded from its timm file."""
+def reduced_pair(name, tmp_path, zero_patch_bias=False, **extra):
+    """timm's perturbed reduced model (``zero_patch_bias``: as NVIDIA's, which has none) and ours loaded from its
+    timm file."""
     kwargs = dict(SMALL, num_classes=0) | extra
     reference = timm_reference(name, **kwargs)
-    with torch.no_grad():
-        reference.embeds.proj.bias.zero_()
+    if zero_patch_bias:
+        with torch.no_grad():
+            reference.embeds.proj.bias.zero_()
     path = save_safetensors(reference, tmp_path / 'w.safetensors')
     return zoo.create_classifier(name, pretrained=path, **kwargs).eval(), reference
 
@@ -121,7 +123,7 @@ def to_nvidia(state: dict) -> dict:
 
 def test_nvidias_layout_loads_as_timm_loads_it_and_as_the_radio_vit_at_512(tmp_path):
     name = 'naflexvit_base_patch16_radio_v3'
-    _, reference = reduced_pair(name, tmp_path)
+    _, reference = reduced_pair(name, tmp_path, zero_patch_bias=True)
     nvidia = to_nvidia(reference.state_dict())
     path = tmp_path / 'radio.pt'
     torch.save(nvidia, path)
