@@ -1,4 +1,4 @@
-"""NaFlex ViTs (zoo.backbones.naflex): every registered name is one of timm's non-RADIO ``naflexvit_*`` and builds
+"""NaFlex ViTs (zoo.backbones.naflex): every registered name is one of timm's ``naflexvit_*`` and builds
 timm's model (keys, shapes, parameter count; meta device); reduced models (depth 2, width 96, perturbed weights: norms,
 LayerScale, tables, tokens) give timm's logits and pooled features within 1e-4 for a batch of images of different
 sizes and aspect ratios, against timm's model on each image alone and on timm's own NaFlex batch (patches, coords,
@@ -19,10 +19,9 @@ from ..reference import meta_pair, save_safetensors, timm_reference
 timm = pytest.importorskip('timm')
 naflex_data = pytest.importorskip('timm.data.naflex_dataset')
 naflex_transforms = pytest.importorskip('timm.data.naflex_transforms')
-NAMES = zoo.list_backbones('naflexvit_*')
-#: timm's NaFlex names left out, and why
-LEFT_OUT = {n: "C-RADIO's NaFlex models (cropped table from 128 x 128, summary tokens): not built"
-            for n in timm.list_models('naflexvit_*_radio_*')}
+#: C-RADIO's NaFlex names (zoo.backbones.naflex_radio): tested in test_naflex_radio.py
+RADIO = zoo.list_backbones('naflexvit_*_radio_*')
+NAMES = [n for n in zoo.list_backbones('naflexvit_*') if n not in RADIO]
 SMALL = dict(depth=2, embed_dim=96, num_heads=4)
 # mixed sizes (h, w) in pixels: wide, tall, square at the table's own 16 x 16 grid, one not tiled by 16 px patches
 MIXED = [(96, 160), (224, 128), (256, 256), (72, 120)]
@@ -33,8 +32,8 @@ def images(sizes=MIXED, seed=0):
     return [torch.randn(3, *hw, generator=generator) for hw in sizes]
 
 
-def test_the_registered_names_are_timms_naflex_vits_but_radio():
-    assert sorted(NAMES + list(LEFT_OUT)) == sorted(timm.list_models('naflexvit_*')) and len(NAMES) == 8
+def test_the_registered_names_are_timms_naflex_vits():
+    assert sorted(NAMES + RADIO) == sorted(timm.list_models('naflexvit_*')) and len(NAMES) == 8 and len(RADIO) == 6
 
 
 @pytest.mark.parametrize('name', NAMES)
@@ -174,7 +173,7 @@ def test_timms_file_loads_by_format_auto(tmp_path):
 
 def test_list_models_reports_naflex_names_with_timms_counts():
     import list_models
-    rows = {r['name']: r for r in list_models.main(['naflexvit_*'])}
+    rows = {r['name']: r for r in list_models.main(NAMES)}
     assert sorted(rows) == NAMES
     for name in ('naflexvit_base_patch16_siglip', 'naflexvit_base_patch16_parfac_gap'):
         with torch.device('meta'):

@@ -118,6 +118,27 @@ def test_prefix_tokens_order_and_names():
     torch.testing.assert_close(out[:, 4:], x)
 
 
+@pytest.mark.parametrize('act', [torch.nn.SiLU, torch.nn.Identity, torch.nn.Sigmoid])
+def test_gated_mlp_without_autograd_gives_the_formula_and_keeps_gradients_with_it(act):
+    """Without autograd the gated MLP writes act(gate) * value into the activation's output (one buffer less);
+    the values are the formula's either way, and with autograd (also for an activation that saves its output, the
+    sigmoid) the gradients flow as the formula's."""
+    from zoo.core import Mlp
+    mlp = Mlp(8, 6, act_layer=act, gated=True)
+    x = torch.randn(2, 5, 8, requires_grad=True)
+    gate, value = F.linear(x, mlp.fc1.weight, mlp.fc1.bias).chunk(2, dim=-1)
+    want = F.linear(act()(gate) * value, mlp.fc2.weight, mlp.fc2.bias)
+    with torch.no_grad():
+        torch.testing.assert_close(mlp(x), want)
+    with torch.inference_mode():
+        torch.testing.assert_close(mlp(x.detach()), want.detach())
+    got = mlp(x)
+    torch.testing.assert_close(got, want)
+    grads = torch.autograd.grad(got.square().sum(), [x, mlp.fc1.weight])
+    for g, w in zip(grads, torch.autograd.grad(want.square().sum(), [x, mlp.fc1.weight])):
+        torch.testing.assert_close(g, w)
+
+
 @pytest.mark.parametrize('autocast', [False, True])
 def test_mlp_recomputing_gelu_gives_the_same_values_and_gradients(autocast):
     from zoo.core import Mlp

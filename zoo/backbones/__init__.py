@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     internvit,
     levit,
     naflex,
+    naflex_radio,
     pe,
     pit,
     radio,

@@ -14,7 +14,8 @@ nothing here but the registered variants.
 - pre-LN blocks, LayerNorm eps 1e-6, LayerScale 1e-5 in the base and large ones, no final norm; the pooled feature is
   the summary token after the last block (``global_pool='token'``, headless: ``num_classes=0``).
 
-Mean / std: OpenAI CLIP's. Weights: timm's files (:func:`zoo.weights.timm.vit_from_timm`) and NVIDIA's own RADIO
+Mean / std: OpenAI CLIP's. The same backbones as NaFlex ViTs, keeping the whole 128 x 128 table: :mod:`.naflex_radio`.
+Weights: timm's files (:func:`zoo.weights.timm.vit_from_timm`) and NVIDIA's own RADIO
 checkpoints (``radio_model.model.*``, :mod:`zoo.weights.radio`).
 """
 from __future__ import annotations
@@ -32,9 +33,9 @@ RADIO_SIZES = {
     'so400m': dict(embed_dim=1152, depth=27, num_heads=16, mlp_ratio=4304 / 1152),
 }
 _HEAD = dict(global_pool='token', final_norm=False)  # the summary token after the last block, no norm
-# (size, version) -> bilinear align_corners of the checkpoint's position table
-_RADIOS = {('base', 3): True, ('large', 3): False, ('huge', 3): True, ('giant', 3): False,
+#: (size, version) -> bilinear align_corners of the checkpoint's position table (also read by :mod:`.naflex_radio`)
+RADIO_CORNERS = {('base', 3): True, ('large', 3): False, ('huge', 3): True, ('giant', 3): False,
            ('so400m', 4): False, ('huge', 4): False}
-for (_size, _version), _corners in _RADIOS.items():
+for (_size, _version), _corners in RADIO_CORNERS.items():
     register_variant(f'vit_{_size}_patch16_radio_v{_version}', VIT, reg_tokens=7 if _version == 3 else 9,
                      pos_align_corners=_corners, head=_HEAD, **RADIO_OPTIONS, **RADIO_SIZES[_size])

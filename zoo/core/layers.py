@@ -115,7 +115,10 @@ class Mlp(nn.Module):
         h = self.fc1(x)
         if self.gated:  # 'b n (two hidden)' -> act(gate) * value
             gate, value = h.chunk(2, dim=-1)
-            h = self.drop1(self.act(gate) * value)
+            if torch.is_grad_enabled() and h.requires_grad:
+                h = self.drop1(self.act(gate) * value)
+            else:  # no autograd: the product into the activation's output, one 'b n hidden' buffer less
+                h = self.drop1(self.act(gate).mul_(value))
             return self.drop2(self.fc2(h if self.norm is None else self.norm(h)))
         # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
         if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:

@@ -11,7 +11,7 @@ reads both.
 DINOv3 (facebookresearch/dinov3: ``storage_tokens``, masked ``qkv.bias``, ``mlp.w1/w2/w3``): see
 :mod:`zoo.weights.dinov3`.
 
-NVIDIA's C-RADIO (NVlabs/RADIO, ``radio_model.model.*``; the only 'official' ViT layout here): see
+NVIDIA's C-RADIO (NVlabs/RADIO, ``radio_model.model.*``; the only 'official' ViT and NaFlex layout here): see
 :mod:`zoo.weights.radio`.
 
 Swin V1 / V2 (microsoft/Swin-Transformer, ``layers.N.blocks.M...``, patch merging at the end of a stage): see
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .dinov2 import dinov2_from_official
 from .dinov3 import dinov3_from_official
-from .radio import radio_from_official
+from .radio import radio_from_official, radio_naflex_from_official
 from .rename import rename_keys, rules
 from .swin import swin_from_official
 from .timm import crossvit_from_timm
@@ -40,4 +40,5 @@ def cvt_from_official(state: dict) -> dict:
 
 
 FROM_OFFICIAL = {'cvt': cvt_from_official, 'crossvit': crossvit_from_timm, 'swin': swin_from_official,
-                 'dinov2': dinov2_from_official, 'dinov3': dinov3_from_official, 'vit': radio_from_official}
+                 'dinov2': dinov2_from_official, 'dinov3': dinov3_from_official, 'vit': radio_from_official,
+                 'naflex': radio_naflex_from_official}
