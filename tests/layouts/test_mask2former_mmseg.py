@@ -181,8 +181,8 @@ def test_recipe_resolves_to_mmsegs_values_key_by_key():
 
 def test_the_built_parts_are_mmsegs():
     """What the keys build: no neck, the pixel decoder encoding strides 8/16/32 and one FPN step, no decoder input
-    projection, 10 predictions supervised (before the first layer and after each), the loss's class weights
-    [1] * 150 + [0.1] and the matching costs."""
+    projection, a prediction before the first layer and after each (the recipe's 10, all supervised), the loss's
+    class weights [1] * 150 + [0.1] and the matching costs."""
     cfg = Config.fromfile(str(CONFIG))
     criterion = heads.MODELS.build({**cfg.model.loss, 'num_classes': 150})
     assert torch.equal(criterion.class_weights, torch.tensor([1.0] * 150 + [0.1]))
