@@ -134,6 +134,17 @@ def shrink_dense(cfg: Config) -> None:
         cfg.predict_scale = SIZE
 
 
+def shrink_mask2former(model) -> None:
+    """Mask2Former's pixel decoder and decoder at test width and depth (32 wide, one deformable layer, one decoder
+    layer per level, 10 queries, 512 loss points), the synthetic scenes' classes, batches padded to the test size."""
+    model.pixel_decoder.update(channels=32, mask_channels=32, num_layers=1, ffn_channels=64)
+    model.decoder.update(num_classes=len(SYNTHETIC_CLASSES), channels=32, mask_channels=32, num_queries=10,
+                         num_layers=3, ffn_channels=64)
+    model.loss.num_points = 512
+    if model.data_preprocessor.get('size'):
+        model.data_preprocessor.size = SIZE
+
+
 def write_teacher(teacher: dict, num_classes: int, path: Path) -> None:
     """A distillation teacher's checkpoint as training here writes it (an ImageClassifier's state dict)."""
     from heads.models.classifier import ImageClassifier
@@ -148,9 +159,12 @@ def small_config(config: str, tmp_path: Path) -> Path:
     kind = cfg.model.type
     if kind in ('Segmentor', 'DepthEstimator'):
         shrink_dense(cfg)
-    elif kind == 'EoMT':  # mask classification on the synthetic scenes' label maps
+    elif kind in ('EoMT', 'Mask2Former'):  # mask classification on the synthetic scenes' label maps
         cfg.model.backbone.update(SMALL_BACKBONES.get(cfg.model.backbone.name, {}), pretrained=None)
-        cfg.model.num_classes = len(SYNTHETIC_CLASSES)
+        if kind == 'EoMT':
+            cfg.model.num_classes = len(SYNTHETIC_CLASSES)
+        else:
+            shrink_mask2former(cfg.model)
         for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
             cfg[name].dataset = synthetic(False)
         cfg.predict_scale = SIZE
@@ -247,5 +261,6 @@ def test_config_round_trips_its_own_checkpoint(config, tmp_path):
 
 def test_every_model_kind_of_the_configs_has_its_paths_or_a_reason():
     kinds = {Config.fromfile(str(ROOT / 'configs' / c)).model.type for c in CONFIGS}
-    assert kinds == {'Segmentor', 'DepthEstimator', 'ImageClassifier', 'TorchvisionDetector', 'MAEPretrainer', 'EoMT'}
+    assert kinds == {'Segmentor', 'DepthEstimator', 'ImageClassifier', 'TorchvisionDetector', 'MAEPretrainer', 'EoMT',
+                     'Mask2Former'}
     assert {kind for _, kind in NOT_APPLICABLE} <= kinds
