@@ -35,10 +35,20 @@ def count_macs(model: nn.Module, x: torch.Tensor) -> int:
 
     Attention runs through SDPA's math backend here so that its two matmuls are counted (the fused CPU
     kernels are invisible to the counter); oneDNN's fp32 linear (zoo.runtime.gemm) counts as a linear.
+    The parameters are counted with ``requires_grad`` off (restored after): under ``no_grad`` a view of a parameter
+    (Mask2Former's ``query_feat.expand(b, -1, -1)``) would require grad without a grad function, which the counter's
+    module tracker refuses ("Expected gradient function to be set").
     """
     uses_onednn()  # its one-off probe of the library runs outside the counter
-    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False, custom_mapping=_EXTRA_FLOPS) as counter:
-        model(x)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    try:
+        for p in trainable:
+            p.requires_grad_(False)
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False, custom_mapping=_EXTRA_FLOPS) as counter:
+            model(x)
+    finally:
+        for p in trainable:
+            p.requires_grad_(True)
     return counter.get_total_flops() // 2
 
 

@@ -141,3 +141,22 @@ def test_seeds_give_intervals_and_pairs_and_rerun_only_missing_runs(tmp_path):
     assert compare_tool.main(argv)[0] == rows[0]
     assert {p: p.stat().st_mtime_ns for p in finished} == finished
     assert (unfinished / 'result.json').exists()
+
+
+def test_macs_are_counted_for_a_model_that_views_a_parameter():
+    """Mask2Former's decoder expands its learned queries (a view of a parameter); the count must not refuse it."""
+    from zoo.profiling import count_macs
+
+    class Queries(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query = torch.nn.Parameter(torch.randn(5, 8))
+            self.norm, self.fc = torch.nn.LayerNorm(8), torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(self.norm(self.query.expand(x.shape[0], -1, -1)))
+
+    model = Queries()
+    with torch.no_grad():
+        assert count_macs(model, torch.randn(2, 3)) == 2 * 5 * 8 * 4
+    assert all(p.requires_grad for p in model.parameters())
