@@ -47,6 +47,7 @@ SMALL_BACKBONES = {
     'vit_small_patch16_224': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=64),
     'vit_tiny_patch16_224': dict(img_size=64),
     'vit_small_patch14_dinov2': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=56),
+    'vit_large_patch14_reg4_dinov2': dict(embed_dim=64, depth=4, num_heads=2, img_size=64),
     'vit_base_r50_s16_384': dict(layers=(1, 1, 1), depth=2, out_indices=(0, 1, 3, 4), embed_dim=64, num_heads=2,
                                  img_size=64),
     'swin_tiny_patch4_window7_224': dict(depths=(1, 1, 1, 1)),
@@ -151,6 +152,10 @@ def small_config(config: str, tmp_path: Path) -> Path:
     elif kind == 'EoMT':  # mask classification on the synthetic scenes' label maps
         cfg.model.backbone.update(SMALL_BACKBONES.get(cfg.model.backbone.name, {}), pretrained=None)
         cfg.model.num_classes = len(SYNTHETIC_CLASSES)
+        if cfg.model.data_preprocessor.get('size'):  # training batches padded to the test's images
+            cfg.model.data_preprocessor.size = SIZE
+        if cfg.model.get('test_cfg', {}).get('mode') == 'slide':  # windows of the test's image size
+            cfg.model.test_cfg.update(crop_size=SIZE, stride=SIZE)
         for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
             cfg[name].dataset = synthetic(False)
         cfg.predict_scale = SIZE
