@@ -12,9 +12,10 @@
 #     blended with the grey mean, saturation blended with greyscale, hue +/- 18 degrees) before the flip and scale
 #     jitter; mmseg's PhotoMetricDistortion here (the same probabilities and order, but additive brightness +/- 32,
 #     contrast as a plain factor, saturation and hue (+/- 36 degrees) in OpenCV's HSV), after the crop;
-#   - padding: the recipe pads a scaled image smaller than the crop with black before normalising; the
-#     preprocessor here pads after normalising, with 0 (the mean colour);
-#   - a crop whose every pixel is unlabelled is redrawn by the recipe (from the whole transform); not here;
+#   - a crop whose every pixel is unlabelled is redrawn by the recipe (from the whole transform); not here; nor are
+#     the training images without any labelled pixel left out (its check_empty_targets);
+#   - resizing: the recipe's is antialiased (torchvision in training, PIL for the test images); OpenCV's bilinear
+#     here, without antialiasing when it shrinks;
 #   - test windows: the recipe spreads the overlap of its ceil(long / 512) windows evenly; 'slide' with stride 512
 #     gives the same count and, for the two windows of most ADE20K images, the same windows (three or more: the last
 #     one flush with the end); the test Resize caps the long side at 2048 (the recipe does not: images wider than
@@ -41,7 +42,8 @@ model = dict(
     # (softmax classes x sigmoid masks, the masks resized to the window) averaged where windows overlap
     test_cfg=dict(mode='slide', tasks=('semantic',), crop_size=crop_size, stride=crop_size))
 # torchvision's ScaleJitter to 512x512 (the long side to 512 x U(0.5, 2.0)), RandomCrop 512 (no class-ratio
-# retry), a horizontal flip, colour jitter (above)
+# retry), a horizontal flip, colour jitter (above); a crop smaller than 512 padded bottom/right with black pixels and
+# unlabelled targets, as the recipe pads before its crop
 train_pipeline = [
     dict(type='LoadImage'),
     dict(type='LoadAnnotations'),
@@ -49,6 +51,7 @@ train_pipeline = [
     dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=1.0),
     dict(type='RandomFlip', prob=0.5),
     dict(type='PhotoMetricDistortion'),
+    dict(type='Pad', size=crop_size, pad_val=0, seg_pad_val=255),
     dict(type='PackDenseInputs'),
 ]
 train_dataloader = dict(batch_size=16, dataset=dict(pipeline=train_pipeline))
