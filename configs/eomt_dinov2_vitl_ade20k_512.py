@@ -2,7 +2,7 @@
 # tue-mps/eomt configs/dinov2/ade20k/semantic/eomt_large_512.yaml with the defaults it inherits from
 # training/mask_classification_semantic.py, training/lightning_module.py, models/eomt.py, models/vit.py,
 # datasets/ade20k_semantic.py, datasets/transforms.py and main.py; its model zoo: 58.4 mIoU). The EoMT repository has
-# no 640x640 ADE20K semantic recipe: its ADE20K 640 configs are panoptic. tests/dense/test_eomt_ade20k_recipe.py holds
+# no 640x640 ADE20K semantic recipe: its ADE20K 640 configs are panoptic. tests/dense/test_eomt_recipes.py holds
 # the facts, one source line each.
 #   python tools/train.py configs/eomt_dinov2_vitl_ade20k_512.py --data-root /data/ade      (1 GPU, batch 16)
 #   torchrun --nproc_per_node 4 tools/train.py configs/eomt_dinov2_vitl_ade20k_512.py --launcher pytorch \
@@ -21,23 +21,14 @@
 #     one flush with the end); the test Resize caps the long side at 2048 (the recipe does not: images wider than
 #     4:1 only);
 #   - torch.compile (the recipe compiles the whole LightningModule by default) is tools/train.py's --compile here.
-_base_ = ['_base_/datasets/ade20k_mask2former.py', '_base_/default_runtime.py']
+_base_ = ['_base_/models/eomt_dinov2_vitl.py', '_base_/datasets/ade20k_mask2former.py',
+          '_base_/schedules/schedule_eomt.py', '_base_/default_runtime.py']
 crop_size = (512, 512)
 num_classes = 150
 model = dict(
-    type='EoMT',
-    # DINOv2-L/14 with 4 registers (timm's vit_large_patch14_reg4_dinov2, LVD-142M weights) built at 512 with
-    # 16-pixel patches (timm resamples the 14x14 patch kernel to 16x16 by FlexiViT's pseudo-inverse and the position
-    # table from 37x37 to 32x32, bicubic with antialiasing: load_pretrained does both); its final norm is EoMT's.
-    backbone=dict(type='ZooBackbone', name='vit_large_patch14_reg4_dinov2',
-                  pretrained='checkpoints/vit_large_patch14_reg4_dinov2.lvd142m.safetensors',
-                  patch_size=16, img_size=512, tap_norm=True, drop_path_rate=0.0),
-    num_classes=num_classes, num_queries=100, num_blocks=4, backbone_norm=True,
-    loss=dict(type='MaskClassificationLoss', class_weight=2.0, mask_weight=5.0, dice_weight=5.0,
-              no_object_weight=0.1, num_points=12544, oversample_ratio=3.0, importance_sample_ratio=0.75),
-    # images / 255 normalised by ImageNet's mean and std = these on 0..255; training batches padded to the crop
-    data_preprocessor=dict(type='DensePreprocessor', mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
-                           size=crop_size, size_divisor=1, pad_val=0, seg_pad_val=255),
+    backbone=dict(img_size=512),
+    num_classes=num_classes, num_queries=100,
+    data_preprocessor=dict(size=crop_size, size_divisor=1),  # training batches padded to the crop
     # the recipe's windowed evaluation: short side to 512, 512x512 windows along the long side, class scores
     # (softmax classes x sigmoid masks, the masks resized to the window) averaged where windows overlap
     test_cfg=dict(mode='slide', tasks=('semantic',), crop_size=crop_size, stride=crop_size))
@@ -55,26 +46,12 @@ train_pipeline = [
     dict(type='PackDenseInputs'),
 ]
 train_dataloader = dict(batch_size=16, dataset=dict(pipeline=train_pipeline))
-effective_batch_size = 16  # the README: devices x batch_size = 16
 # 31 epochs of ADE20K's training images at batch 16: the yaml's annealing steps are sixths of 39120 steps
 max_iters = 39120
-# AdamW 1e-4, weight decay 0.05 on every parameter; layer-wise decay 0.8 from the last block down (the last of the
-# 24 blocks and the final norm at 1e-4, the patch embedding and tokens with the first block); mixed precision
-# (Lightning's '16-mixed': fp16 autocast with a dynamic loss scale); gradients clipped to a norm of 0.01
-optim_wrapper = dict(
-    type='AutocastOptimWrapper', dtype='float16',
-    optimizer=dict(type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=0.05),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(layer_decay_rate=0.8, backbone='backbone', layer_decay_style='eomt', decay_every_param=True),
-    clip_grad=dict(max_norm=0.01, norm_type=2))
-# the new parameters warm up over 500 steps while the backbone waits, the backbone over the next 1000; then each
-# decays as (1 - progress) ** 0.9 to the end
 param_scheduler = [dict(type='TwoStageWarmupPolyLR', warmup=(500, 1000), power=0.9, begin=0, end=max_iters,
                         by_epoch=False)]
 # validation after every epoch (39120 / 31 steps)
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=1262)
-val_cfg = dict(type='ValLoop')
-test_cfg = dict(type='TestLoop')
 # masked attention annealed block by block: block i's probability (1 - progress) ** 0.9 from step 6520 (i + 1) to
 # 6520 (i + 2), i.e. (i + 1) / 6 to (i + 2) / 6 of the run (MaskAnnealingHook's default windows)
 custom_hooks = [dict(type='SafeCheckpointHook'), dict(type='PredictionVisualizationHook'),

@@ -1,7 +1,9 @@
-"""configs/eomt_dinov2_vitl_ade20k_512.py is the EoMT paper's ADE20K semantic recipe, key by key.
+"""configs/eomt_dinov2_vitl_ade20k_512.py and configs/eomt_dinov2_vitl_coco_panoptic_640.py are the EoMT paper's
+ADE20K semantic and COCO panoptic recipes, key by key.
 
-Facts about tue-mps/eomt (``configs/dinov2/ade20k/semantic/eomt_large_512.yaml`` and the defaults of the classes it
-names) are written here as a table, each with where it comes from; the optimizer's groups and the schedule are
+Facts about tue-mps/eomt (``configs/dinov2/ade20k/semantic/eomt_large_512.yaml``,
+``configs/dinov2/coco/panoptic/eomt_large_640.yaml`` and the defaults of the classes they name) are written here as
+tables, each with where it comes from; the optimizer's groups and the schedule are
 checked by building them from the config, against the recipe's rules written out here (not from this project's
 code that implements them)."""
 from __future__ import annotations
@@ -21,6 +23,7 @@ from heads.registry import MODELS, PARAM_SCHEDULERS
 from ..layouts.test_mmseg_recipe import lookup, plain
 
 CONFIG = Path(__file__).resolve().parents[2] / 'configs' / 'eomt_dinov2_vitl_ade20k_512.py'
+COCO_CONFIG = CONFIG.with_name('eomt_dinov2_vitl_coco_panoptic_640.py')
 # models/vit.py pixel_mean / pixel_std [0.485, 0.456, 0.406] / [0.229, 0.224, 0.225] on images / 255, on 0..255
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 
@@ -120,6 +123,65 @@ def test_recipe_resolves_to_eomts_values_key_by_key():
     args = get_variant(cfg.model.backbone.name).kwargs
     assert {k: args[k] for k in ('embed_dim', 'depth', 'num_heads', 'reg_tokens')} == \
         dict(embed_dim=1024, depth=24, num_heads=16, reg_tokens=4) and args['init_values'] is not None
+
+
+# ---------------------------------------------------------------------------------------------- COCO panoptic
+# The COCO facts that differ from ADE20K's; the model and optimisation rows above hold for both (checked below).
+COCO_RECIPE = [
+    ('model.backbone.img_size', 640, 'coco_panoptic.py img_size (640, 640), linked to the encoder by main.py'),
+    ('model.num_classes', 133, 'coco_panoptic.py num_classes=133'),
+    ('model.num_queries', 200, 'eomt_large_640.yaml network num_q: 200'),
+    ('model.data_preprocessor.size', (640, 640), 'transforms.py pad to img_size, then RandomCrop(img_size)'),
+    ('model.test_cfg.tasks', ('panoptic',), 'mask_classification_panoptic.py eval_step: to_per_pixel_preds_panoptic'),
+    ('model.test_cfg.object_threshold', 0.8, 'mask_classification_panoptic.py mask_thresh=0.8 (on class scores)'),
+    ('model.test_cfg.mask_threshold', 0.5, 'lightning_module.py to_per_pixel_preds_panoptic: masks >= 0.5'),
+    ('model.test_cfg.overlap_threshold', 0.8, 'mask_classification_panoptic.py overlap_thresh=0.8'),
+    ('model.test_cfg.stuff_classes', list(range(80, 133)), 'eomt_large_640.yaml data stuff_classes 80..132'),
+    ('train_dataloader.dataset.type', 'CocoPanopticDataset', 'coco_panoptic.py train2017, panoptic_train2017'),
+    ('val_dataloader.dataset.ann_file', 'annotations/panoptic_val2017.json', 'coco_panoptic.py val2017'),
+    ('val_evaluator', [dict(type='PanopticQualityMetric')], 'init_metrics_panoptic: PanopticQuality (PQ, SQ, RQ)'),
+    ('param_scheduler', [dict(type='TwoStageWarmupPolyLR', warmup=(500, 1000), power=0.9, begin=0, end=88692,
+                              by_epoch=False)],
+     'mask_classification_panoptic.py warmup_steps [500, 1000], poly_power 0.9'),
+    ('train_cfg.max_iters', 88692, 'eomt_large_640.yaml max_epochs 12; its annealing steps are sixths of 88692'),
+    ('train_cfg.val_interval', 7391, 'Lightning validates every epoch: 88692 / 12 steps'),
+]
+COCO_TRAIN_PIPELINE = [
+    ('LoadImage', {}),
+    ('LoadPanopticAnnotations', {}),  # coco_panoptic.py target_parser; transforms.py drops crowd segments
+    ('RandomResize', dict(scale=(640, 640), ratio_range=(0.1, 2.0), keep_ratio=True)),  # coco scale_range
+    ('RandomCrop', dict(crop_size=(640, 640), cat_max_ratio=1.0)),
+    ('RandomFlip', dict(prob=0.5)),  # color_jitter_enabled=False: no colour jitter
+    ('Pad', dict(size=(640, 640), pad_val=0, seg_pad_val=255)),
+    ('PackDenseInputs', {}),
+]
+# test: scale_img_size_instance_panoptic, the long side to 640
+COCO_TEST_PIPELINE = [('LoadImage', {}), ('Resize', dict(scale=(640, 640), keep_ratio=True)),
+                      ('LoadPanopticAnnotations', {}), ('PackDenseInputs', {})]
+COCO_ANNEALING = [(14782, 29564), (29564, 44346), (44346, 59128), (59128, 73910)]  # eomt_large_640.yaml
+COCO_NOT_EXPRESSED = ['test padding', 'exact ties', 'check_empty_targets', 'antialiased', 'torch.compile']
+SHARED = ('model.type', 'model.backbone.', 'model.backbone_norm', 'model.num_blocks', 'model.loss.',
+          'model.data_preprocessor.mean', 'model.data_preprocessor.std', 'optim_wrapper.',
+          'train_dataloader.batch_size', 'effective_batch_size', 'randomness.')
+
+
+def test_coco_panoptic_recipe_resolves_to_eomts_values_key_by_key():
+    cfg = Config.fromfile(str(COCO_CONFIG))
+    shared = [(key, value, source) for key, value, source in EOMT_RECIPE if key.startswith(SHARED)
+              and key not in {k for k, _, _ in COCO_RECIPE}]
+    assert len(shared) > 20
+    wrong = [f'{key}: {lookup(cfg, key)!r}, EoMT {value!r} ({source})' for key, value, source in shared + COCO_RECIPE
+             if plain(lookup(cfg, key)) != plain(value)]
+    assert not wrong, '\n'.join(wrong)
+    for pipeline, facts in ((cfg.train_dataloader.dataset.pipeline, COCO_TRAIN_PIPELINE),
+                            (cfg.test_dataloader.dataset.pipeline, COCO_TEST_PIPELINE)):
+        assert [t['type'] for t in pipeline] == [name for name, _ in facts]
+        for step, (name, options) in zip(pipeline, facts):
+            assert plain({k: step[k] for k in options}) == plain(options), name
+    comments = ' '.join(line.lstrip('# ') for line in COCO_CONFIG.read_text().splitlines() if line.startswith('#'))
+    assert [fact for fact in COCO_NOT_EXPRESSED if fact not in comments] == []
+    hooks = [h for h in cfg.custom_hooks if h.type == 'MaskAnnealingHook']
+    assert len(hooks) == 1 and annealing_steps(4, cfg.train_cfg.max_iters, hooks[0].get('windows')) == COCO_ANNEALING
 
 
 # --------------------------------------------------------------------------------- the optimizer, built small
