@@ -32,14 +32,15 @@ def test_dinov2_weights_at_16_pixel_patches_equal_timms_load(tmp_path):
     small = dict(depth=2, embed_dim=64, num_heads=2)
     reference14 = timm_reference('vit_small_patch14_reg4_dinov2', img_size=56, **small)
     path = save_safetensors(reference14, tmp_path / 'w14.safetensors')
+    # 4x4 patches of 14 pixels -> 5x5 of 16: the patch kernel and the position table both resampled
     reference16 = timm.create_model('vit_small_patch14_reg4_dinov2', pretrained=False, num_classes=1000,
-                                    img_size=64, patch_size=16, **small).eval()
+                                    img_size=80, patch_size=16, **small).eval()
     reference16.load_state_dict(checkpoint_filter_fn(reference14.state_dict(), reference16))
-    ours = zoo.create_classifier('vit_small_patch14_reg4_dinov2', img_size=64, patch_size=16, num_classes=1000,
+    ours = zoo.create_classifier('vit_small_patch14_reg4_dinov2', img_size=80, patch_size=16, num_classes=1000,
                                  pretrained=path, **small).eval()
     assert ours.patch_embed.proj.weight.shape[-2:] == (16, 16)
-    x = torch.randn(2, 3, 64, 64)
+    x = torch.randn(2, 3, 80, 80)
     with torch.no_grad():
         torch.testing.assert_close(ours(x), reference16(x), atol=1e-4, rtol=1e-4)
     report = zoo.load_pretrained(ours, path)
-    assert 'patch_embed.proj.weight' in report.resized
+    assert {'patch_embed.proj.weight', 'pos_embed.weight'} <= set(report.resized)
