@@ -3,8 +3,8 @@
 A checkpoint's patch kernel of another size (e.g. DINOv2's 14x14 into a 16-pixel-patch model, as EoMT builds it)
 is resampled at load (:meth:`PatchEmbed.resample_checkpoint`) by FlexiViT's pseudo-inverse resize (Beyer et al.
 2023, timm's ``resample_patch_embed``): with R the bicubic, antialiased resize of a p x p tile to P x P as a matrix
-'(P P) (p p)', the new kernel is ``pinv(R^T) w``, the least-norm kernel whose response to every resized tile equals
-the old kernel's response to the tile.
+'(P P) (p p)', the new kernel is ``pinv(R^T) w``: for a larger patch (P >= p) the least-norm kernel whose response
+to every resized tile equals the old kernel's response to the tile (for a smaller one, the least-squares fit).
 """
 from __future__ import annotations
 
