@@ -73,6 +73,18 @@ def test_two_stage_warmup_poly_hand_worked():
     assert got[3][0] == pytest.approx(1 / 3) and got[7] == pytest.approx([0.6 ** 0.9, 0.375 ** 0.9])
 
 
+def test_two_stage_warmup_poly_on_mmengines_wrapper_logs_the_new_parameters_rate():
+    from mmengine.optim import OptimWrapper
+    wrapper = OptimWrapper(optimizer())  # two groups: the wrapper adds its base-rate entry for the log
+    assert len(wrapper.param_groups) == 3 and 'name' not in wrapper.param_groups[2]
+    scheduler = TwoStageWarmupPolyLR(wrapper, warmup=(2, 3), power=1.0, end=10)
+    wrapper.step()
+    for _ in range(3):
+        scheduler.step()
+    base = wrapper.optimizer.defaults['lr']  # SGD's default: the rate no group overrides
+    assert [g['lr'] for g in wrapper.param_groups] == pytest.approx([1 / 3, 0.875, 0.875 * base])
+
+
 def test_two_stage_warmup_poly_resumes_where_it_stopped():
     opt = optimizer()
     scheduler = TwoStageWarmupPolyLR(opt, warmup=(2, 3), power=0.9, end=10)

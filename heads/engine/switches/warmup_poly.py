@@ -10,7 +10,8 @@ At optimizer step s of a run of T steps, warm-ups (w1, w2), power p, for a group
   ``r (1 - (s - w1 - w2) / (T - w1 - w2)) ** p``.
 
 The groups are told apart by name: those the optimizer constructor names ``<backbone>.…`` are the backbone's
-(:class:`~heads.engine.switches.layer_decay.LayerDecayOptimWrapperConstructor` names each parameter's group).
+(:class:`~heads.engine.switches.layer_decay.LayerDecayOptimWrapperConstructor` names each parameter's group); the
+base rate mmengine's optimizer wrapper keeps for its log follows the new parameters.
 """
 from __future__ import annotations
 
@@ -50,13 +51,14 @@ class TwoStageWarmupPolyLR(LRSchedulerMixin, _ParamScheduler):
             raise ValueError(f"TwoStageWarmupPolyLR warmup must be (new parameters' steps, backbone's steps), both "
                              f">= 0 and together shorter than the run ({end - begin} steps), got {warmup!r}")
         groups = getattr(optimizer, 'param_groups', [])
-        unnamed = [i for i, group in enumerate(groups) if 'name' not in group]
+        base = getattr(optimizer, 'base_param_settings', None)  # mmengine's wrapper: the base rate, for its log
+        unnamed = [i for i, group in enumerate(groups) if 'name' not in group and group is not base]
         if unnamed:
             raise ValueError(f"TwoStageWarmupPolyLR tells the backbone's parameter groups by name, but groups "
                              f"{unnamed[:5]} have none: build the optimizer with "
                              f"constructor='LayerDecayOptimWrapperConstructor', which names every group")
         self.warmup, self.power = (int(warmup[0]), int(warmup[1])), float(power)
-        self.in_backbone = [group['name'].startswith(backbone + '.') for group in groups]
+        self.in_backbone = [group.get('name', '').startswith(backbone + '.') for group in groups]
         super().__init__(optimizer, begin=begin, end=end, last_step=last_step, by_epoch=by_epoch, verbose=verbose)
 
     def _get_value(self) -> list[float]:
