@@ -1,4 +1,5 @@
-"""``Predictor``: a trained config + checkpoint as a function from an image to a label map or a depth map."""
+"""``Predictor``: a trained config + checkpoint as a function from an image to a label map (or a panoptic map) or a
+depth map."""
 from __future__ import annotations
 
 import cv2
@@ -23,8 +24,10 @@ class Predictor:
     pipeline does. ``tile`` (height, width) with ``overlap`` (pixels) predicts at the image's own size, any size, in
     overlapping tiles (test_cfg mode='tile', :mod:`.tiling`; ``predict_scale`` is then not applied): the model's
     memory is that of one tile.
-    image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation) or a float32
-    depth map (metres for a metric head, relative inverse depth for a relative one), 'h w' at the image's size.
+    image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation), the int64 packed
+    panoptic map (``label + instance * INSTANCE_OFFSET``) of a mask-classification model whose ``test_cfg`` asks for
+    panoptic results only, or a float32 depth map (metres for a metric head, relative inverse depth for a relative
+    one), 'h w' at the image's size.
     """
 
     def __init__(self, config, checkpoint=None, device: str = 'cpu', tile=None, overlap: int = 64):
@@ -55,4 +58,6 @@ class Predictor:
         sample = self.model(data['inputs'], data['data_samples'], mode='predict')[0]
         if 'pred_sem_seg' in sample:
             return sample.pred_sem_seg.data[0].cpu().numpy()
+        if 'pred_panoptic_seg' in sample:
+            return sample.pred_panoptic_seg.data[0].cpu().numpy()
         return sample.pred_depth.data[0].float().cpu().numpy()

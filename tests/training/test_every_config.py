@@ -47,6 +47,7 @@ SMALL_BACKBONES = {
     'vit_small_patch16_224': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=64),
     'vit_tiny_patch16_224': dict(img_size=64),
     'vit_small_patch14_dinov2': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=56),
+    'vit_large_patch14_reg4_dinov2': dict(embed_dim=64, depth=4, num_heads=2, img_size=64),
     'vit_base_r50_s16_384': dict(layers=(1, 1, 1), depth=2, out_indices=(0, 1, 3, 4), embed_dim=64, num_heads=2,
                                  img_size=64),
     'swin_tiny_patch4_window7_224': dict(depths=(1, 1, 1, 1)),
@@ -108,6 +109,34 @@ def coco_boxes(root: Path, classes=('Car', 'Pedestrian')) -> Path:
     return root
 
 
+#: The classes of :func:`coco_panoptic_scenes`: one stuff class, then one thing class.
+PANOPTIC_CATEGORIES = [dict(id=1, name='ground', isthing=0), dict(id=2, name='box', isthing=1)]
+
+
+def coco_panoptic_scenes(root: Path) -> Path:
+    """Two 64x64 images per split in COCO panoptic's layout (train2017/, panoptic_train2017/,
+    annotations/panoptic_train2017.json, and val2017): ground everywhere but two boxes, each its own segment."""
+    rng = np.random.default_rng(0)
+    (root / 'annotations').mkdir(parents=True, exist_ok=True)
+    for split in ('train2017', 'val2017'):
+        (root / split).mkdir(exist_ok=True)
+        (root / f'panoptic_{split}').mkdir(exist_ok=True)
+        images, annotations = [], []
+        for i in range(2):
+            ids = np.full(SIZE, 1, np.int64)  # segment ids: 1 ground, 2 and 3 boxes
+            ids[8 + 4 * i:30, 6:26], ids[34:56, 30 + 4 * i:60] = 2, 3
+            rgb = np.stack([ids % 256, ids // 256 % 256, ids // 65536], -1).astype(np.uint8)
+            cv2.imwrite(str(root / f'panoptic_{split}' / f'{i}.png'), rgb[..., ::-1])
+            cv2.imwrite(str(root / split / f'{i}.jpg'), rng.integers(0, 256, (*SIZE, 3), dtype=np.uint8))
+            images.append(dict(id=i + 1, file_name=f'{i}.jpg', height=SIZE[0], width=SIZE[1]))
+            segments = [dict(id=k, category_id=1 if k == 1 else 2, iscrowd=0, area=int((ids == k).sum()))
+                        for k in (1, 2, 3)]
+            annotations.append(dict(image_id=i + 1, file_name=f'{i}.png', segments_info=segments))
+        data = dict(images=images, annotations=annotations, categories=PANOPTIC_CATEGORIES)
+        (root / 'annotations' / f'panoptic_{split}.json').write_text(json.dumps(data))
+    return root
+
+
 # ------------------------------------------------------------------------------------------- the small config
 def shrink_dense(cfg: Config) -> None:
     """A Segmentor / DepthEstimator at test size, on SyntheticScenes (labels or depth)."""
@@ -159,14 +188,26 @@ def small_config(config: str, tmp_path: Path) -> Path:
     kind = cfg.model.type
     if kind in ('Segmentor', 'DepthEstimator'):
         shrink_dense(cfg)
-    elif kind in ('EoMT', 'Mask2Former'):  # mask classification on the synthetic scenes' label maps
+    elif kind in ('EoMT', 'Mask2Former'):  # mask classification on the synthetic scenes' label maps, or COCO panoptic
         cfg.model.backbone.update(SMALL_BACKBONES.get(cfg.model.backbone.name, {}), pretrained=None)
-        if kind == 'EoMT':
-            cfg.model.num_classes = len(SYNTHETIC_CLASSES)
-        else:
+        if kind == 'Mask2Former':
             shrink_mask2former(cfg.model)
-        for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-            cfg[name].dataset = synthetic(False)
+        if cfg.model.data_preprocessor.get('size'):  # training batches padded to the test's images
+            cfg.model.data_preprocessor.size = SIZE
+        if cfg.model.get('test_cfg', {}).get('mode') == 'slide':  # windows of the test's image size
+            cfg.model.test_cfg.update(crop_size=SIZE, stride=SIZE)
+        if cfg.train_dataloader.dataset.type == 'CocoPanopticDataset':  # panoptic targets and metric
+            root = coco_panoptic_scenes(tmp_path / 'coco')
+            cfg.model.num_classes = len(PANOPTIC_CATEGORIES)
+            cfg.model.test_cfg.stuff_classes = [0]
+            load = [dict(type='LoadImage'), dict(type='LoadPanopticAnnotations'), dict(type='PackDenseInputs')]
+            for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+                cfg[name].dataset.update(data_root=str(root), pipeline=load)
+        else:
+            if kind == 'EoMT':
+                cfg.model.num_classes = len(SYNTHETIC_CLASSES)
+            for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+                cfg[name].dataset = synthetic(False)
         cfg.predict_scale = SIZE
     elif kind == 'ImageClassifier':
         root = image_folder(tmp_path / 'patches', cfg.classes)

@@ -24,7 +24,7 @@ class CheckpointMismatchError(CheckpointError):
 class LoadReport:
     format: str
     dropped: list[str] = field(default_factory=list)        # classifier parts the model does not have
-    resized: list[str] = field(default_factory=list)        # position tables resampled to the model's grid
+    resized: list[str] = field(default_factory=list)        # position tables / patch kernels resampled
     reinitialized: list[str] = field(default_factory=list)  # heads of another class count, left at init
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
@@ -34,7 +34,8 @@ class LoadReport:
 
 def _resize_position_tables(model: nn.Module, state: dict, target: dict, source) -> list[str]:
     """Position tables (modules with ``checkpoint_key`` and ``resample_checkpoint``: learned absolute
-    embeddings, relative bias tables) of another grid, resampled to the model's."""
+    embeddings, relative bias tables) of another grid, and patch kernels of another patch size, resampled to the
+    model's; the keys that now fit."""
     resized = []
     for name, module in model.named_modules():
         if not hasattr(module, 'resample_checkpoint'):
@@ -46,7 +47,8 @@ def _resize_position_tables(model: nn.Module, state: dict, target: dict, source)
             except ValueError as err:
                 raise CheckpointMismatchError(f"checkpoint {source}: {key}: its shape {tuple(state[key].shape)} cannot "
                                               f"be resized to {tuple(target[key].shape)}: {err}") from err
-            resized.append(key)
+            if state[key].shape == target[key].shape:
+                resized.append(key)
     return resized
 
 

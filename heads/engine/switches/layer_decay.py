@@ -12,6 +12,12 @@ and its classifier head (``head``, ``head_dist``, ``fc_norm``). Learning-rate sc
 Weight decay is 0 for biases, norms and other 1-D parameters, and for the parameters the model's own modules
 declare (position tables, prefix tokens, relative-position tables: :func:`zoo.core.no_weight_decay_of`, the
 backbone contract's ``no_weight_decay``), as the recipes do.
+
+``layer_decay_style='eomt'`` (EoMT's ``configure_optimizers``, Kerssies et al. 2025): the last block at the base
+rate and each block below it one factor less, ``rate ** (L - layer)``, what precedes the first block at the first
+block's rate, and what is registered after the last block (the final norm) at the base rate, as everything outside
+the backbone. ``decay_every_param=True``: weight decay on every parameter, norms, biases and tokens too (EoMT's one
+AdamW ``weight_decay`` for all groups).
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from ...registry import OPTIM_WRAPPER_CONSTRUCTORS
 
 BLOCK = re.compile(r'^((?:stages\.\d+\.)?blocks\.\d+)\.')
 HEAD = re.compile(r'^(head|head_dist|fc_norm)(\.|$)')
+STYLES = ('beit', 'eomt')
 
 
 def layer_ids(backbone: nn.Module) -> tuple[dict[str, int], int]:
@@ -47,11 +54,16 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
 
     ``paramwise_cfg``: ``layer_decay_rate`` (e.g. 0.65 for ViT-B MAE fine-tuning, 0.75 ViT-L) and ``backbone``,
     the attribute holding the backbone (``'backbone'`` for the dense models, ``'classifier'`` for
-    ImageClassifier). Each group records ``layer_id`` and ``lr_scale``."""
+    ImageClassifier); ``layer_decay_style``: 'beit' (default) or 'eomt'; ``decay_every_param`` (default False).
+    Each group records ``layer_id`` and ``lr_scale``."""
 
     def add_params(self, params: list, module: nn.Module, prefix: str = '', is_dcn_module=None) -> None:
         rate = self.paramwise_cfg.get('layer_decay_rate', 1.0)
         backbone_name = self.paramwise_cfg.get('backbone', 'backbone')
+        style = self.paramwise_cfg.get('layer_decay_style', 'beit')
+        if style not in STYLES:
+            raise ValueError(f"optim_wrapper.paramwise_cfg.layer_decay_style must be one of {STYLES}, got {style!r}")
+        decay_all = bool(self.paramwise_cfg.get('decay_every_param', False))
         backbone = getattr(module, backbone_name, None)
         if backbone is None:
             raise ValueError(f"layer decay: {type(module).__name__} has no attribute {backbone_name!r}; set "
@@ -63,8 +75,11 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
                 continue
             inner = name[len(backbone_name) + 1:] if name.startswith(backbone_name + '.') else None
             layer = ids[inner] if inner is not None else depth + 1
-            no_decay = param.ndim == 1 or name in declared
-            scale = rate ** (depth + 1 - layer)
+            no_decay = not decay_all and (param.ndim == 1 or name in declared)
+            if style == 'eomt':  # the last block at the base rate, the embeddings with the first block
+                scale = rate ** (depth - max(layer, 1)) if layer <= depth else 1.0
+            else:
+                scale = rate ** (depth + 1 - layer)
             group = {'params': [param], 'name': name, 'layer_id': layer, 'lr_scale': scale, 'lr': self.base_lr * scale}
             if self.base_wd is not None:
                 group['weight_decay'] = 0.0 if no_decay else self.base_wd
