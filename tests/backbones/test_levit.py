@@ -39,17 +39,21 @@ def test_logits_match_timm_at_224(name, tmp_path):
 
 
 def test_training_mode_uses_batch_statistics_as_timm(tmp_path):
-    """In training the BNs are not folded: the logits (both heads) and the updated running statistics equal timm's."""
+    """In training the BNs are not folded: the logits (both heads) and the updated running statistics equal timm's.
+
+    In float64: with batch statistics of two images the fp32 logits of either model lie ~1.5e-4 from the exact
+    ones (each model against its own float64 copy), so in fp32 two correct models can differ by ~3e-4 when their
+    convolutions sum in another order (ours runs the stem channels-last); in float64 they agree to ~1e-13."""
     torch.manual_seed(0)
     ref = levit_reference('levit_128s')
     ours = zoo.create_classifier('levit_128s', pretrained=save_safetensors(ref, tmp_path / 'w.safetensors'))
-    ours.train(), ref.train()
+    ours.train().double(), ref.train().double()
     ref.set_distilled_training(True)
-    x = torch.randn(2, 3, 224, 224)  # timm runs at its build size only
+    x = torch.randn(2, 3, 224, 224, dtype=torch.float64)  # timm runs at its build size only
     cls, dist = ours(x)
     ref_cls, ref_dist = ref(x)
-    torch.testing.assert_close(cls, ref_cls, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(dist, ref_dist, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(cls, ref_cls, atol=1e-9, rtol=1e-9)
+    torch.testing.assert_close(dist, ref_dist, atol=1e-9, rtol=1e-9)
     torch.testing.assert_close(ours.stages[1].downsample.attn.qkv.kv.norm.running_mean.sort().values,
                                ref.stages[1].downsample.attn_downsample.kv.bn.running_mean.sort().values)
     (cls.sum() + dist.sum()).backward()
@@ -105,6 +109,41 @@ def test_eval_gathers_each_bias_once_per_grid_and_folds_the_bns():
         bn = layer.norm
         written_out = (layer.linear(tokens) - bn.running_mean) / (bn.running_var + bn.eps).sqrt() * bn.weight + bn.bias
     torch.testing.assert_close(folded, written_out, atol=1e-5, rtol=1e-5)
+
+
+def test_folded_linear_follows_statistics_changed_in_place_and_tensors_replaced():
+    """The kept fold is redone when a tensor it was folded from changes: a running statistic updated in place, a
+    weight replaced by a new Parameter; unchanged, the same folded tensors are reused."""
+    torch.manual_seed(0)
+    layer = LinearBN(6, 4).eval()
+    tokens = torch.randn(2, 3, 6)
+
+    def written_out():
+        bn = layer.norm
+        return (layer.linear(tokens) - bn.running_mean) / (bn.running_var + bn.eps).sqrt() * bn.weight + bn.bias
+
+    with torch.no_grad():
+        layer(tokens)
+        kept = layer.cached_folded()
+        assert layer.cached_folded()[0] is kept[0]
+        layer.norm.running_var.uniform_(0.5, 1.5)
+        torch.testing.assert_close(layer(tokens), written_out(), atol=1e-5, rtol=1e-5)
+        layer.linear.weight = torch.nn.Parameter(torch.randn(4, 6))
+        torch.testing.assert_close(layer(tokens), written_out(), atol=1e-5, rtol=1e-5)
+        layer.norm.bias.add_(1.0)
+        torch.testing.assert_close(layer(tokens), written_out(), atol=1e-5, rtol=1e-5)
+
+
+def test_stem_map_is_the_first_stage_tokens_without_a_copy():
+    """The stem runs channels-last, so its 'b d h w' map is already the tokens 'b (h w) d' the stages read."""
+    model = zoo.create_classifier('levit_128s', depths=(1, 1, 1)).eval()
+    seen = {}
+    model.stem.register_forward_hook(lambda m, args, out: seen.update(stem=out))
+    model.stages[0].register_forward_pre_hook(lambda m, args: seen.update(tokens=args[0]))
+    with torch.no_grad():
+        model(torch.randn(2, 3, 64, 96))
+    assert seen['tokens'].shape == (2, 4 * 6, 128)
+    assert seen['tokens'].data_ptr() == seen['stem'].data_ptr()
 
 
 @pytest.mark.parametrize('name, params, gmacs', [('levit_128s', 7.8, 0.30), ('levit_256', 18.9, 1.13)])

@@ -174,7 +174,9 @@ class LeViTEncoder(nn.Module):
     def forward_stages(self, x: torch.Tensor) -> list[tuple[torch.Tensor, tuple[int, int]]]:
         """Per stage: tokens 'b (h w) d' and the grid (h, w)."""
         check_images(self, x)
-        fmap = self.stem(x)
+        # the stem runs channels-last: oneDNN's convolutions take that layout directly (a 3-channel NCHW input costs
+        # the first one a layout conversion and a slower kernel), and its map is then the dense tokens, a view
+        fmap = self.stem(x.contiguous(memory_format=torch.channels_last))
         grid = tuple(fmap.shape[-2:])
         x = rearrange(fmap, 'b d h w -> b (h w) d').contiguous()  # dense tokens: every Linear one matmul
         return run_stages(self.stages, x, grid)

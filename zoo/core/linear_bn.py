@@ -26,8 +26,12 @@ def _uses_batch_stats(bn: nn.BatchNorm1d) -> bool:
 
 
 class _FoldCache(nn.Module):
-    """Keeps the folded (weight, bias) between inference calls, until a parameter or statistic changes; with
-    autograd recording (or in training) nothing is kept."""
+    """Keeps the folded (weight, bias) between inference calls, until a tensor it is folded from changes; with
+    autograd recording (or in training) nothing is kept.
+
+    The cache key is read from exactly the tensors :meth:`folded` reads (:meth:`fold_inputs`: the Linear's and the
+    BN's, named directly rather than gathered by a walk over the module tree, which cost more than the folded
+    product itself at LeViT's token counts)."""
 
     def __init__(self):
         super().__init__()
@@ -36,13 +40,19 @@ class _FoldCache(nn.Module):
     def folded(self) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
+    def fold_inputs(self) -> list[torch.Tensor]:
+        """The tensors :meth:`folded` reads: the Linear's weight and bias, the BN's affine and running statistics."""
+        linear, norm = self.linear, self.norm
+        tensors = (linear.weight, linear.bias, norm.weight, norm.bias, norm.running_mean, norm.running_var)
+        return [t for t in tensors if t is not None]
+
     def cached_folded(self) -> tuple[torch.Tensor, torch.Tensor]:
-        tensors = list(self.parameters()) + [b for b in self.buffers() if b.is_floating_point()]
+        tensors = self.fold_inputs()
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             self._folded = None
             return self.folded()
-        key = tuple((t.device, t.dtype, t._version, t.data_ptr()) for t in tensors) + \
-            (torch.is_inference_mode_enabled(),)
+        # a new device or dtype is new storage: its address differs from the cached one's while that is alive
+        key = (*(t._version for t in tensors), *(t.data_ptr() for t in tensors), torch.is_inference_mode_enabled())
         if self._folded is None or self._folded[0] != key:
             self._folded = (key, self.folded())
         return self._folded[1]

@@ -114,9 +114,11 @@ def enabled() -> bool:
 
 
 def _takes_onednn(*tensors: torch.Tensor) -> bool:
-    return (_enabled and all(type(t) in (torch.Tensor, nn.Parameter) and t.device.type == 'cpu'
-                             and t.dtype == torch.float32 for t in tensors)
-            and not torch.is_autocast_enabled('cpu') and not torch.compiler.is_compiling() and uses_onednn())
+    # the machine's choice first: where it is torch's (Intel CPUs, AVX2 EPYCs) nothing per tensor is looked at,
+    # a few microseconds less per product (LeViT makes 60 of them per forward)
+    return (_enabled and uses_onednn() and not torch.is_autocast_enabled('cpu') and not torch.compiler.is_compiling()
+            and all(type(t) in (torch.Tensor, nn.Parameter) and t.device.type == 'cpu'
+                    and t.dtype == torch.float32 for t in tensors))
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
