@@ -50,6 +50,8 @@ def test_kernels_equal_the_written_out_formula(kind, prefix):
         assert g.shape == w.shape and g.dtype == w.dtype
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-6)
         assert torch.equal(g[..., :prefix, :], w[..., :prefix, :])  # the prefix tokens exactly as they came
+        if rope.pairing == 'half':  # no fused multiply-add: rounded as the formula
+            assert torch.equal(g, w)
     # a leading subset of queries (SeparateQKV num_queries): within the prefix, and reaching into the grid
     for queries in (min(prefix, 1), prefix + 4):
         got_q, _ = rope(q[..., :queries, :], k, grid)

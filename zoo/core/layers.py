@@ -116,10 +116,10 @@ class Mlp(nn.Module):
         if self.gated:  # 'b n (two hidden)' -> act(gate) * value
             hidden = h.shape[-1] // 2
             gate, value = h[..., :hidden], h[..., hidden:]
-            # grad-free: both in place in the gate half of fc1's output (fc2 reads that strided view), no new
-            # 'b n hidden' tensors; a fresh output costs page faults on CPU (see activate)
-            h = activate(self.act, gate).mul_(value) if grad_free(h) else self.act(gate) * value
-            h = self.drop1(h)
+            # the activation in place in fc1's output when grad-free (activate); the product a fresh contiguous
+            # tensor, so that fc2 sums as it would over act(gate) * value (in place, fc2 would read a strided view
+            # and round otherwise)
+            h = self.drop1(activate(self.act, gate) * value)
             return self.drop2(self.fc2(h if self.norm is None else self.norm(h)))
         # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
         if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:

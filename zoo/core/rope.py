@@ -25,13 +25,13 @@ Positions are patch indices 0 .. h-1 / 0 .. w-1 of the input's grid (any grid, n
   the coordinates are shifted, jittered per axis and rescaled by random draws (the official train-time
   augmentations); evaluation uses the plain grid.
 
-Kernels (:meth:`_Rope.forward`): in eager mode on CPU and CUDA every token is turned in one pass, the prefix tokens
-by the identity (angle 0): interleaved pairs as complex numbers (c0 + i c1) times the unit table cos a + i sin a,
-rotate-half pairs as x cos with the sine terms added in place on its halves (:func:`turn_pairs`,
-:func:`turn_halves`): each reads x once and writes the result once, where the written-out formula
-x cos + quarter(x) sin on the patch tokens and a concatenation with the prefix takes six passes (about 6x the time on
-a 2-core Xeon, 12 blocks of a ViT-Ti: ~10% of its forward). While torch.export / torch.compile / the TorchScript
-tracer trace, and on other devices, the written-out formula runs (:meth:`_Rope.turn`): ONNX has no complex numbers.
+Kernels (:meth:`_Rope.forward`): in eager mode on CPU and CUDA every token is turned at once, the prefix tokens by
+the identity (angle 0, no slicing and no concatenation): interleaved pairs as complex numbers (c0 + i c1) times the
+unit table cos a + i sin a (one pass, :func:`turn_pairs`), rotate-half pairs as x cos with the sine terms added in
+place to its halves (:func:`turn_halves`). The written-out formula x cos + quarter(x) sin on the patch tokens and a
+concatenation with the prefix takes six passes: 2x (halves) to 6x (pairs) the time of these on a 2-core Xeon, where
+it was ~12% of a ViT-Ti forward. While torch.export / torch.compile / the TorchScript tracer trace, and on other
+devices, the written-out formula runs (:meth:`_Rope.turn`): ONNX has no complex numbers.
 """
 from __future__ import annotations
 
@@ -93,12 +93,13 @@ def turn_pairs(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
 
 def turn_halves(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x '... n d' with channel j paired with j + d/2 and turned by the angle of ``cos`` '... n d' (each angle on
-    both channels of its pair) and ``sin`` '... n (d/2)' (once per pair): x cos, then -second sin added to the first
-    half and first sin to the second, in place, in float32; x's dtype out."""
+    both channels of its pair) and ``sin`` '... n (d/2)' (once per pair): x cos, then second * sin taken from its
+    first half and first * sin added to its second, in place, in float32 (rounded as the written-out formula, no
+    fused multiply-add); x's dtype out."""
     x32, half = x.float(), x.shape[-1] // 2
     out = x32 * cos
-    out[..., :half].addcmul_(x32[..., half:], sin, value=-1.0)  # slices, not chunk: autograd takes in-place on them
-    out[..., half:].addcmul_(x32[..., :half], sin)
+    out[..., :half].sub_(x32[..., half:] * sin)  # slices, not chunk: autograd takes in-place ops on them
+    out[..., half:].add_(x32[..., :half] * sin)
     return out.to(x.dtype)
 
 
