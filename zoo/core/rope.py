@@ -192,7 +192,7 @@ class _Rope(nn.Module):
         if prefix < 0:
             raise ValueError(f"{type(self).__name__}: {k.shape[-2]} keys cannot hold the {grid[0]}x{grid[1]} grid; "
                              f"rotary positions need every patch token as a key (no strided key/value projection)")
-        if eager_kernels(k):  # every token in one pass, the prefix by angle 0 (no slicing, no concatenation)
+        if eager_kernels(k):  # every token at once, the prefix by angle 0 (no slicing, no concatenation)
             tables = self.kernel_tables(grid, k.device, int(prefix))
             kernel = turn_halves if self.pairing == 'half' else turn_pairs
             queries = q.shape[-2]  # queries may be a leading subset of the tokens (SeparateQKV num_queries)
