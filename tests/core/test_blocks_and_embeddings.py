@@ -157,3 +157,24 @@ def test_mlp_recomputing_gelu_gives_the_same_values_and_gradients(autocast):
     for ours, plain in zip(*results):
         assert ours.dtype == plain.dtype
         torch.testing.assert_close(ours, plain)
+
+
+@pytest.mark.parametrize('norm', [False, True])
+def test_gated_mlp_without_grad_is_the_swiglu_formula(norm):
+    from torch import nn
+
+    from zoo.core import Mlp
+    torch.manual_seed(0)
+    mlp = Mlp(16, 24, act_layer=nn.SiLU, gated=True, norm=nn.LayerNorm(24) if norm else None)
+    x = torch.randn(2, 5, 16)
+    h = F.linear(x, mlp.fc1.weight, mlp.fc1.bias)
+    gated = F.silu(h[..., :24]) * h[..., 24:]  # [gate | value]
+    expected = F.linear(mlp.norm(gated) if norm else gated, mlp.fc2.weight, mlp.fc2.bias)
+    for mode in (torch.no_grad, torch.inference_mode):  # the in-place activation: rounded as the formula
+        with mode():
+            assert torch.equal(mlp(x), expected)
+    x.requires_grad_(True)  # the autograd path, and gradients through it
+    out = mlp(x)
+    torch.testing.assert_close(out, expected)
+    out.square().sum().backward()
+    assert x.grad is not None and mlp.fc1.weight.grad is not None

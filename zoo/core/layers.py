@@ -114,11 +114,12 @@ class Mlp(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
         if self.gated:  # 'b n (two hidden)' -> act(gate) * value
-            gate, value = h.chunk(2, dim=-1)
-            if torch.is_grad_enabled() and h.requires_grad:
-                h = self.drop1(self.act(gate) * value)
-            else:  # no autograd: the product into the activation's output, one 'b n hidden' buffer less
-                h = self.drop1(self.act(gate).mul_(value))
+            hidden = h.shape[-1] // 2
+            gate, value = h[..., :hidden], h[..., hidden:]
+            # the activation in place in fc1's output when grad-free (activate); the product a fresh contiguous
+            # tensor, so that fc2 sums as it would over act(gate) * value (in place, fc2 would read a strided view
+            # and round otherwise)
+            h = self.drop1(activate(self.act, gate) * value)
             return self.drop2(self.fc2(h if self.norm is None else self.norm(h)))
         # (fc2's weight is read directly there: only for a plain Linear, not one with an adapter, zoo.lora)
         if self.recompute_act and type(self.fc2) is nn.Linear and torch.is_grad_enabled() and h.requires_grad:
