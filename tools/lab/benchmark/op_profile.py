@@ -1,8 +1,8 @@
 """Where two implementations of one model spend their time, operator by operator (torch.profiler, CPU self time).
 
-:func:`op_profile` runs each zero-argument call ``runs`` times under the profiler (alternating, as the timed rounds
-do) and sums each aten operator's self time and call count per run; :func:`profile_table` puts ours beside the
-reference's, largest first, as Markdown. Self time is load-independent only in its proportions: on a busy machine
+:func:`op_profile` runs each zero-argument call ``runs`` times under the profiler (the order alternating, as in the
+timed rounds) and sums each aten operator's self time and call count per run; :func:`profile_table` puts ours beside
+the reference's, largest first, as Markdown. Self time is load-independent only in its proportions: on a busy machine
 read the shares and the call counts, not the milliseconds.
 """
 from __future__ import annotations
@@ -14,12 +14,14 @@ from torch.profiler import ProfilerActivity, profile
 
 def op_profile(calls: list, runs: int = 1) -> list[dict[str, tuple[float, int]]]:
     """For each call: operator name -> (self CPU milliseconds per run, calls per run), over ``runs`` runs each
-    (the calls alternate: A B, A B, ...). Only aten operators are kept (not the profiler's Python scopes)."""
+    (the order alternates between runs, A B, B A, ..., as :func:`zoo.profiling.interleaved_rounds`). Only aten
+    operators are kept (not the profiler's Python scopes)."""
     if runs < 1:
         raise ValueError(f"op_profile needs at least one run, got runs={runs}")
     totals = [defaultdict(lambda: [0.0, 0]) for _ in calls]
-    for _ in range(runs):
-        for call, total in zip(calls, totals):
+    for run in range(runs):
+        order = list(zip(calls, totals))
+        for call, total in (order if run % 2 == 0 else reversed(order)):
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 call()
             for event in prof.key_averages():
