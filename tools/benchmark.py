@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--depth-anything', choices=['vits', 'vitb', 'vitl'], default=None, metavar='ENCODER',
                         help="Depth Anything V2 (vits, vitb or vitl) forward vs transformers' "
                              "DepthAnythingForDepthEstimation, 518x518 unless --size")
+    parser.add_argument('--profile', type=int, default=0, metavar='RUNS',
+                        help='with a reference comparison (backbones, --dpt, --depth-anything): also profile RUNS '
+                             'runs of each side (torch.profiler, alternating) and print the aten operators ours '
+                             'and the reference spend their self time in, side by side (lab.benchmark.op_profile)')
     parser.add_argument('--sweep', type=int, nargs='+', metavar='SIZE', default=None,
                         help="inference of the (first --dense, default ViT-B) config's model at these square sizes, "
                              "SDPA vs explicit attention; writes a PNG beside --out")
@@ -104,7 +108,7 @@ def main(argv=None) -> list[dict]:
     report = lambda row: print(format_row(row, COLUMNS), flush=True)  # noqa: E731
     rows = [r for name in args.models
             for r in benchmark(name, batch, sizes[name], args.dtypes or ['fp32', 'bf16'], args.device,
-                               default(args.warmup, 2), default(args.iters, 5), report)]
+                               default(args.warmup, 2), default(args.iters, 5), report, args.profile, print)]
     write(args.out, markdown(rows, header, COLUMNS))
     return rows
 
@@ -130,7 +134,8 @@ def main_dpt(args) -> list[dict]:
               f"device {args.device}, {torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
     print(header, *header_rows(DPT_COLUMNS), sep='\n')
     rows = benchmark_dpt(batch, size, rounds, args.device, args.checkpointing,
-                         report=lambda row: print(format_row(row, DPT_COLUMNS), flush=True))
+                         report=lambda row: print(format_row(row, DPT_COLUMNS), flush=True),
+                         profile_runs=args.profile, report_profile=print)
     write(args.out, markdown(rows, header, DPT_COLUMNS))
     return rows
 
@@ -145,7 +150,8 @@ def main_depth_anything(args) -> list[dict]:
               f"{torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
     print(header, *header_rows(COLUMNS), sep='\n')
     rows = [benchmark_depth_anything(args.depth_anything, batch, size, rounds, args.device,
-                                     report=lambda row: print(format_row(row, COLUMNS), flush=True))]
+                                     report=lambda row: print(format_row(row, COLUMNS), flush=True),
+                                     profile_runs=args.profile, report_profile=print)]
     write(args.out, markdown(rows, header, COLUMNS))
     return rows
 

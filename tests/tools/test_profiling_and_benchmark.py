@@ -90,3 +90,21 @@ def test_resolution_sweep_writes_table_and_plot(tmp_path):
 def test_matmul_rate_is_a_positive_measured_figure():
     from lab.benchmark.dense import matmul_gflops
     assert 0 < matmul_gflops('cpu', 'fp32', n=256, iters=2) < 1e5
+
+
+def test_op_profile_counts_each_sides_operators_and_tables_them_side_by_side():
+    from lab.benchmark.op_profile import op_profile, profile_table
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    three_products = lambda: a @ b @ b @ b  # noqa: E731
+    one_product_one_softmax = lambda: (a @ b).softmax(-1)  # noqa: E731
+    ours, ref = op_profile([three_products, one_product_one_softmax], runs=2)
+    assert ours['aten::mm'][1] == 3 and ref['aten::mm'][1] == 1  # calls per run, not summed over the runs
+    assert 'aten::_softmax' in ref and 'aten::_softmax' not in ours
+    assert all(ms >= 0 for ms, _ in (*ours.values(), *ref.values()))
+    table = profile_table(ours, ref, names=('ours', 'ref')).splitlines()
+    assert table[0] == '| op | ours ms | ours % | ours calls | ref ms | ref % | ref calls |'
+    softmax = next(line for line in table if '`aten::_softmax`' in line).split(' | ')
+    assert softmax[1:4] == ['0.0', '0.0', '0']  # absent on our side
+    assert table[-1].startswith('| all aten ops |')
+    with pytest.raises(ValueError, match='at least one run'):
+        op_profile([three_products], runs=0)

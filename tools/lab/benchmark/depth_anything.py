@@ -12,6 +12,7 @@ import torch
 from heads.hf.folder import from_pretrained_hf
 from zoo.profiling import interleaved_rounds, median, seconds_of
 
+from .op_profile import op_profile, profile_table
 from .reference import peaks_of
 
 COLUMNS = ['model', 'batch', 'size', 'ours_s', 'hf_s', 'time_ratio', 'ours_peak_MiB', 'hf_peak_MiB', 'memory_ratio',
@@ -37,8 +38,9 @@ def hf_depth_anything_pair(encoder: str, workdir: Path):
 
 
 def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, device: str,
-                             report=lambda row: None) -> dict:
-    """One row: forward seconds (median over interleaved rounds), peak memory, and the largest output difference."""
+                             report=lambda row: None, profile_runs: int = 0, report_profile=lambda text: None) -> dict:
+    """One row: forward seconds (median over interleaved rounds), peak memory, and the largest output difference;
+    with ``profile_runs`` the operator profiles side by side (:mod:`.op_profile`) to ``report_profile``."""
     with tempfile.TemporaryDirectory() as workdir:
         ours, ref = hf_depth_anything_pair(encoder, Path(workdir))
     ours, ref = ours.to(device), ref.to(device)
@@ -48,6 +50,10 @@ def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, d
         outputs = [call() for call in calls]  # also the warm-up
         times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
         peaks = peaks_of(calls, x.device)
+        if profile_runs:
+            report_profile(f"Depth Anything V2 {encoder}, forward, batch {batch}, {size}x{size}, self CPU time per run "
+                           f"({profile_runs} runs each):\n" + profile_table(*op_profile(calls, profile_runs),
+                                                                            names=('ours', 'transformers')))
     row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, 'ours_s': median(times[0]),
            'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
            'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],

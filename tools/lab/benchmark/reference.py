@@ -24,6 +24,7 @@ from zoo.profiling import count_macs, count_params, interleaved_rounds, median, 
 from zoo.runtime import apply_kernel_policy
 
 from .dense import DTYPES
+from .op_profile import op_profile, profile_table
 
 COLUMNS = ['model', 'dtype', 'batch', 'size', 'params_M', 'GMACs', 'ours_img_s', 'ref_img_s', 'ratio',
            'ours_peak_MiB', 'ref_peak_MiB']
@@ -72,9 +73,10 @@ def measure_peak(model, x, amp_dtype) -> float:
 
 
 def benchmark(name: str, batch: int, size: int, dtypes: list[str], device: str, warmup: int, iters: int,
-              report=lambda row: None) -> list[dict]:
+              report=lambda row: None, profile_runs: int = 0, report_profile=lambda text: None) -> list[dict]:
     """Our classifier ``name`` against its reference with the same weights: img/s, their ratio, peak memory; one
-    row per dtype, each given to ``report`` when ready."""
+    row per dtype, each given to ``report`` when ready; with ``profile_runs`` the fp32 forwards' operator
+    profiles side by side (:mod:`.op_profile`) to ``report_profile``."""
     ours = zoo.create_classifier(name).eval().to(device)
     apply_kernel_policy(ours)  # as the runner does
     ref = reference_model(name)
@@ -96,6 +98,11 @@ def benchmark(name: str, batch: int, size: int, dtypes: list[str], device: str, 
                        ref_peak_MiB=measure_peak(ref, x, DTYPES[dtype]))
         rows.append(row)
         report(row)
+    if profile_runs and ref is not None:
+        with torch.inference_mode():
+            profiles = op_profile([lambda: ours(x), lambda: ref(x)], profile_runs)
+        report_profile(f"{name}, fp32 forward, batch {batch}, {size}x{size}, self CPU time per run "
+                       f"({profile_runs} runs each):\n" + profile_table(*profiles, names=('ours', 'reference')))
     return rows
 
 
@@ -127,9 +134,10 @@ def fused_adamw(model) -> torch.optim.AdamW:
 
 
 def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing: bool,
-                  report=lambda row: None) -> list[dict]:
+                  report=lambda row: None, profile_runs: int = 0, report_profile=lambda text: None) -> list[dict]:
     """Our DPT against transformers' with the same weights: forward and training-step (forward, backward, fused
-    AdamW) seconds and peak memory, their ratios; with ``checkpointing`` also ours with activation checkpointing."""
+    AdamW) seconds and peak memory, their ratios; with ``checkpointing`` also ours with activation checkpointing;
+    with ``profile_runs`` each pass's operator profiles side by side (:mod:`.op_profile`) to ``report_profile``."""
     with tempfile.TemporaryDirectory() as workdir:
         ours, ref = hf_dpt_pair(size, 150, Path(workdir))
     ours, ref = ours.to(device), ref.to(device)
@@ -144,6 +152,10 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
                 call()
             times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
             peaks = peaks_of(calls, x.device)
+            if profile_runs:
+                report_profile(f"DPT {label}, batch {batch}, {size}x{size}, self CPU time per run ({profile_runs} "
+                               f"runs each):\n" + profile_table(*op_profile(calls, profile_runs),
+                                                                names=('ours', 'transformers')))
         rows.append({'pass': label, 'batch': batch, 'size': size, 'ours_s': median(times[0]),
                      'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
                      'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1]})
