@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 from mmengine.config import Config
-from mmengine.optim import build_optim_wrapper
-from mmengine.structures import BaseDataElement, PixelData
 
 import heads
+
+from .test_upernet import one_camvid_step
 
 CONFIGS = Path(__file__).resolve().parents[2] / 'configs'
 
@@ -40,15 +40,9 @@ def test_one_training_step_moves_every_part():
     torch.manual_seed(0)
     model = heads.MODELS.build(cfg.model)
     assert model.decoder.class_head.out_features == 12 and model.neck.out_channels == 64
-    wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    images = [torch.randint(0, 256, (3, 64, 96), dtype=torch.uint8) for _ in range(2)]
-    samples = [BaseDataElement(gt_sem_seg=PixelData(data=torch.randint(0, 11, (1, 64, 96)))) for _ in range(2)]
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    model.train()
-    log = model.train_step(dict(inputs=images, data_samples=samples), wrapper)
+    log, wrapper, changed = one_camvid_step(model, cfg.optim_wrapper)
     assert {'loss_cls', 'loss_mask', 'loss_dice', 'loss_dice_2'} <= set(log)
     assert all(torch.isfinite(v) for v in log.values())
-    changed = {k.split('.')[0] for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
     assert changed == {'backbone', 'neck', 'pixel_decoder', 'decoder'}
     undecayed = {n for group in wrapper.optimizer.param_groups if group['weight_decay'] == 0
                  for n, p in model.named_parameters() if any(p is q for q in group['params'])}

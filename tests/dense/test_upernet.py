@@ -84,20 +84,27 @@ def test_the_auxiliary_loss_is_its_weight_times_its_cross_entropy():
     assert torch.allclose(losses['loss_ce'], F.cross_entropy(main, labels[:, 0], ignore_index=255))
 
 
+def one_camvid_step(model, optim_wrapper: dict):
+    """One ``train_step`` of ``model`` on two random 64x96 images with CamVid's 11 classes: the log, the optimizer
+    wrapper built from ``optim_wrapper`` and the top-level parts whose state the step changed."""
+    wrapper = build_optim_wrapper(model, optim_wrapper)
+    images = [torch.randint(0, 256, (3, 64, 96), dtype=torch.uint8) for _ in range(2)]
+    samples = [BaseDataElement(gt_sem_seg=PixelData(data=torch.randint(0, 11, (1, 64, 96)))) for _ in range(2)]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model.train()
+    log = model.train_step(dict(inputs=images, data_samples=samples), wrapper)
+    changed = {k.split('.')[0] for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
+    return log, wrapper, changed
+
+
 def test_the_camvid_cpu_config_builds_and_trains_one_iteration():
     cfg = Config.fromfile(str(CONFIGS / 'upernet_vitt4_camvid_cpu.py'))
     cfg.model.backbone.update(depth=2, out_indices=(0, 1))
     torch.manual_seed(0)
     model = heads.MODELS.build(cfg.model)
     assert model.decode_head.in_channels == [64] * 4 and model.auxiliary_head.conv_seg.out_channels == 11
-    wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    images = [torch.randint(0, 256, (3, 64, 96), dtype=torch.uint8) for _ in range(2)]
-    samples = [BaseDataElement(gt_sem_seg=PixelData(data=torch.randint(0, 11, (1, 64, 96)))) for _ in range(2)]
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    model.train()
-    log = model.train_step(dict(inputs=images, data_samples=samples), wrapper)
+    log, _, changed = one_camvid_step(model, cfg.optim_wrapper)
     assert {'loss_ce', 'loss_aux'} <= set(log) and all(torch.isfinite(v) for v in log.values())
-    changed = {k.split('.')[0] for k, v in model.state_dict().items() if not torch.equal(v, before[k])}
     assert {'backbone', 'neck', 'decode_head', 'auxiliary_head'} <= changed
 
 
