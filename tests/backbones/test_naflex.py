@@ -70,6 +70,13 @@ def test_mixed_size_batch_equals_timm_per_image_and_on_its_naflex_batch(name, tm
         pytest.skip('the base SigLIP tower covers the same options (only the sizes differ; counts checked on meta)')
     ours, reference = reduced_pair(name, tmp_path)
     assert ours.blocks[0].norm1.weight.ne(1).any() and ours.pos_embed.state_dict()  # perturbed, loaded
+    assert_mixed_batch_equals_timm(ours, reference)
+
+
+def assert_mixed_batch_equals_timm(ours, reference):
+    """Logits and pooled features of the four :func:`images` as one batch of ours within 1e-4 of timm's model on
+    each image alone and on timm's packed NaFlex batch; returns our features, (logits, pooled), timm's packed batch
+    and its forward_features."""
     batch = images()
     timm_batch = patchify(batch, 16, max_seq_len=300)
     with torch.no_grad():
@@ -85,6 +92,7 @@ def test_mixed_size_batch_equals_timm_per_image_and_on_its_naflex_batch(name, tm
         assert g.shape == (4, w[0].shape[1]) and (g - torch.cat(w)).abs().max() <= 1e-4
     for g, w in zip(got, want_packed):
         assert (g - w).abs().max() <= 1e-4
+    return features, got, timm_batch, packed
 
 
 def padded(batch):

@@ -9,15 +9,13 @@ import pytest
 import torch
 
 import zoo
-from zoo.backbones.naflex import NaFlexTokens
-from zoo.backbones.naflex_batch import patchify
 from zoo.backbones.naflex_pos import GridPosEmbed
 from zoo.weights.layout_error import CheckpointLayoutError
 from zoo.weights.radio import radio_naflex_from_official
 from zoo.weights.timm import FROM_TIMM
 
 from ..reference import meta_pair, save_safetensors, timm_reference
-from .test_naflex import images, padded
+from .test_naflex import assert_mixed_batch_equals_timm, images, padded
 
 timm = pytest.importorskip('timm')
 naflexvit = pytest.importorskip('timm.models.naflexvit')
@@ -73,21 +71,7 @@ def test_mixed_size_batch_equals_timm_per_image_and_on_its_naflex_batch(name, tm
     assert ours.blocks[0].norm1.weight.ne(1).any() and ours.pos_embed.weight.shape == (1, 128, 128, 96)
     if 'base' in name:
         assert ours.blocks[0].ls1.gamma.ne(1e-5).any()  # LayerScale perturbed
-    batch = images()
-    packed_batch = patchify(batch, 16, max_seq_len=300)
-    with torch.no_grad():
-        features = ours.forward_features(batch)
-        got = (ours.forward_head(features), ours.forward_head(features, pre_logits=True))
-        alone = [(reference(x[None]), reference.forward_head(reference.forward_features(x[None]), pre_logits=True))
-                 for x in padded(batch)]
-        packed = reference.forward_features(packed_batch.patches, patch_coord=packed_batch.coords,
-                                            patch_valid=packed_batch.valid)
-        want_packed = (reference.forward_head(**packed), reference.forward_head(**packed, pre_logits=True))
-    assert isinstance(features, NaFlexTokens) and features.grids == ((6, 10), (14, 8), (16, 16), (5, 8))
-    for g, w in zip(got, zip(*alone)):
-        assert g.shape == (4, w[0].shape[1]) and (g - torch.cat(w)).abs().max() <= 1e-4
-    for g, w in zip(got, want_packed):
-        assert (g - w).abs().max() <= 1e-4
+    features, got, packed_batch, packed = assert_mixed_batch_equals_timm(ours, reference)
     # the pooled feature is the summary token (the first prefix token) after the last block, no norm
     assert torch.equal(got[1], features.tokens[:, 0])
     # every token but the padding: the summary token, the registers and each image's patches
