@@ -124,6 +124,12 @@ def write(out: Path | None, text: str) -> None:
         print(f"wrote {out}")
 
 
+def policy_note(args) -> str:
+    """The kernel policy ours runs with on the CPU (transformers' model runs torch's defaults), for a header."""
+    from zoo.runtime.policy import describe
+    return f"; ours: {describe().split(';')[0]}" if args.device == 'cpu' else ''
+
+
 def main_dpt(args) -> list[dict]:
     import torch
 
@@ -131,7 +137,8 @@ def main_dpt(args) -> list[dict]:
     from lab.benchmark.tables import format_row, header_rows, markdown
     size, batch, rounds = args.size or 512, (args.batch or [1])[0], default(args.iters, 3)
     header = (f"DPT ViT-B/16 segmentation (150 classes) vs transformers, {size}x{size}, batch {batch}, "
-              f"device {args.device}, {torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
+              f"device {args.device}, {torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)"
+              f"{policy_note(args)}")
     print(header, *header_rows(DPT_COLUMNS), sep='\n')
     rows = benchmark_dpt(batch, size, rounds, args.device, args.checkpointing,
                          report=lambda row: print(format_row(row, DPT_COLUMNS), flush=True),
@@ -147,7 +154,7 @@ def main_depth_anything(args) -> list[dict]:
     from lab.benchmark.tables import format_row, header_rows, markdown
     size, batch, rounds = args.size or 518, (args.batch or [1])[0], default(args.iters, 5)
     header = (f"Depth Anything V2 vs transformers, forward fp32, {size}x{size}, batch {batch}, device {args.device}, "
-              f"{torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better)")
+              f"{torch.get_num_threads()} threads; ratios = ours / HF (< 1: ours better){policy_note(args)}")
     print(header, *header_rows(COLUMNS), sep='\n')
     rows = [benchmark_depth_anything(args.depth_anything, batch, size, rounds, args.device,
                                      report=lambda row: print(format_row(row, COLUMNS), flush=True),

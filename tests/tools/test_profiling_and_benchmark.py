@@ -41,10 +41,11 @@ def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
 
 
 @pytest.mark.slow
-def test_dpt_benchmark_compares_with_transformers():
+def test_dpt_benchmark_compares_with_transformers(capsys):
     pytest.importorskip('transformers')
     import benchmark
     rows = benchmark.main(['--dpt', '--size', '64', '--iters', '1', '--checkpointing'])
+    assert 'ours: kernel policy: ' in capsys.readouterr().out  # ours is routed as the runner routes it, and says so
     assert [r['pass'] for r in rows] == ['forward', 'training step (fused AdamW)',
                                          'training step, activation checkpointing']
     for row in rows[:2]:

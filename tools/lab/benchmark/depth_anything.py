@@ -1,5 +1,6 @@
 """Our Depth Anything V2 against transformers' ``DepthAnythingForDepthEstimation`` in the same process, on the same
-weights (ours loads the reference's ``save_pretrained`` folder through ``heads.from_pretrained_hf``): forward
+weights (ours loads the reference's ``save_pretrained`` folder through ``heads.from_pretrained_hf`` and is routed as
+the predictor routes it, ``zoo.runtime.apply_kernel_policy``): forward
 seconds and peak memory, interleaved rounds (ours, reference, reference, ours, ...), ratios ours / reference."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 
 from heads.hf.folder import from_pretrained_hf
 from zoo.profiling import interleaved_rounds, median, seconds_of
+from zoo.runtime import apply_kernel_policy
 
 from .op_profile import op_profile, profile_table
 from .reference import peaks_of
@@ -44,6 +46,7 @@ def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, d
     with tempfile.TemporaryDirectory() as workdir:
         ours, ref = hf_depth_anything_pair(encoder, Path(workdir))
     ours, ref = ours.to(device), ref.to(device)
+    apply_kernel_policy(ours)  # as the predictor does (tools/benchmark.py prints its choice)
     x = torch.randn(batch, 3, size, size, device=device)
     calls = [lambda: ours(x, mode='tensor'), lambda: ref(pixel_values=x).predicted_depth]
     with torch.inference_mode():

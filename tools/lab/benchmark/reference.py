@@ -135,12 +135,14 @@ def fused_adamw(model) -> torch.optim.AdamW:
 
 def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing: bool,
                   report=lambda row: None, profile_runs: int = 0, report_profile=lambda text: None) -> list[dict]:
-    """Our DPT against transformers' with the same weights: forward and training-step (forward, backward, fused
+    """Our DPT against transformers' with the same weights (ours routed as the runner routes it,
+    ``zoo.runtime.apply_kernel_policy``): forward and training-step (forward, backward, fused
     AdamW) seconds and peak memory, their ratios; with ``checkpointing`` also ours with activation checkpointing;
     with ``profile_runs`` each pass's operator profiles side by side (:mod:`.op_profile`) to ``report_profile``."""
     with tempfile.TemporaryDirectory() as workdir:
         ours, ref = hf_dpt_pair(size, 150, Path(workdir))
     ours, ref = ours.to(device), ref.to(device)
+    apply_kernel_policy(ours)  # as the runner does (tools/benchmark.py prints its choice)
     x = torch.randn(batch, 3, size, size, device=device)
     infer = [lambda: ours.eval()(x, mode='tensor'), lambda: ref.eval()(pixel_values=x)]
     optimizers = fused_adamw(ours), fused_adamw(ref)
