@@ -83,19 +83,21 @@ def _format_of(t: torch.Tensor):
         memory_format=torch.channels_last) else torch.contiguous_format
 
 
-MIN_SPEEDUP = 1.5  # this probe: 1.9-3x on an AVX2 EPYC with one thread, 0.55-0.96 with two; 0.5-0.8 on a Xeon
+MIN_SPEEDUP = 1.5  # this probe on an AVX-512 EPYC: 0.5-0.7 (1 and 2 threads), under AVX2 there 2.3-3.2
 CHOICES = ('auto', 'gemm', 'onednn')
 
 
 @lru_cache(maxsize=None)
 def shift_gemm_speedup() -> float:
-    """oneDNN's time / the shifted GEMMs' time for the weight gradient of a 3x3 convolution, 256 -> 256 channels
-    on a channels-last 1 x 256 x 48 x 48 map (a DPT neck's size: oneDNN's slow path shows from about this size
-    on, not on small maps), on this machine at the current thread count."""
+    """oneDNN's time / the shifted GEMMs' time for the weight gradient of a 3x3 convolution, 128 -> 128 channels
+    on a channels-last 1 x 128 x 128 x 128 map (a DPT neck's finest map at 512: oneDNN's slow path grows with the
+    map, so a small probe hides it: under AVX2 on an EPYC, one thread, 1.4x at 256 x 48 x 48 but 3.2x here, and
+    the whole training step's weight gradients run at the large maps' rate), on this machine at the current thread
+    count (0.2-0.9 s)."""
     generator = torch.Generator().manual_seed(0)
-    x, grad = (torch.randn(1, 256, 48, 48, generator=generator).contiguous(memory_format=torch.channels_last)
+    x, grad = (torch.randn(1, 128, 128, 128, generator=generator).contiguous(memory_format=torch.channels_last)
                for _ in range(2))
-    weight = torch.randn(256, 256, 3, 3, generator=generator)
+    weight = torch.randn(128, 128, 3, 3, generator=generator)
     onednn = best_seconds(lambda: torch.ops.aten.convolution_backward(
         grad, x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False]), repeats=2)
     return onednn / best_seconds(lambda: conv_weight_grad(x, grad, (3, 3), (1, 1)), repeats=2)
