@@ -67,6 +67,30 @@ def test_weight_standardised_same_conv_follows_the_formulas():
     assert conv(x).shape[-2:] == (4, 5)
 
 
+def test_same_padding_equals_timms_at_every_size():
+    from timm.layers.padding import get_same_padding
+    for size in range(1, 40):
+        for kernel, stride, dilation in [(k, s, d) for k in (1, 2, 3, 4, 7) for s in (1, 2, 3, 4) for d in (1, 2)]:
+            total = get_same_padding(size, kernel, stride, dilation)
+            assert same_padding(size, kernel, stride, dilation) == (total // 2, total - total // 2), \
+                (size, kernel, stride, dilation)
+
+
+def test_same_padding_of_a_symbolic_size_stays_a_floor_division_chain():
+    """Traced at a symbolic multiple of 16, the stem and three strided 'SAME' layers give the size / 16 exactly
+    (with ceil and max the sizes nested into terms sympy cannot simplify and the export took minutes)."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv, is_concrete_int
+    env = ShapeEnv()
+    k = env.create_symintnode(env.create_symbol(5, ConstantSource('k')), hint=5)
+    size = 16 * k
+    for kernel in (7, 3, 3, 3):  # stem conv, max pool, stage 2 and 3's strided 3x3 convs
+        top, bottom = same_padding(size, kernel, 2)
+        assert is_concrete_int(top) and is_concrete_int(bottom)  # constants, no nested size term
+        size = (size + top + bottom - kernel) // 2 + 1
+    assert size.node.expr == k.node.expr and same_padding(16 * k, 1, 2) == (0, 0) and not env.guards
+
+
 def test_bad_options_are_refused_clearly():
     with pytest.raises(TypeError, match='no patch_size option'):
         zoo.create_backbone('vit_base_r50_s16_224', patch_size=8)

@@ -19,6 +19,8 @@ from zoo.contract import Backbone, Taps
 
 from ..reference import tiny_dpt
 
+# the ViT-hybrid's BiT ResNet and ViT cut down: one bottleneck a stage, narrow (as tests/layouts/test_dpt_hybrid.py)
+HYBRID = dict(layers=(1, 1, 1), channels=(32, 64, 128), stem_chs=16, num_groups=4, embed_dim=64, num_heads=2)
 # smallest variant of each family that exports exactly, cut down (each export a few seconds on 2 cores)
 EXACT = {
     'vit_tiny_patch16_224': dict(depth=2),
@@ -38,6 +40,7 @@ EXACT = {
     'vit_base_patch16_radio_v3': dict(depth=2, embed_dim=192, num_heads=3),  # the cropped table in the graph
     'vit_tiny_patch16_224+alibi': dict(depth=2, alibi=True, pos_embed='none'),  # ALiBi distances in the graph
     'crossvit_tiny_240': dict(depths=[[1, 1, 0], [1, 1, 0]], out_indices=[0, 0, 1, 1]),  # branch grids rounded
+    'vit_base_r50_s16_224': dict(depth=2, **HYBRID),  # BiT 'SAME' padding in the graph
 }
 FAST = {'vit_tiny_patch16_224'}  # the rest in the full suite
 # Swin: traced where every stage has at least two windows a side (a count of 1 would be fixed, see the refusal
@@ -94,10 +97,23 @@ def depth_anything(**backbone):
     return heads.MODELS.build(cfg)
 
 
+def dpt_hybrid():
+    """The released DPT-Hybrid segmentation model (BatchNorm in the fusion units) with its ResNet and ViT cut down
+    to :data:`HYBRID`, two blocks: levels ResNet stages 0 and 1, blocks 0 and 1."""
+    from heads.models.dpt_official import dpt_hybrid_config
+    cfg = dpt_hybrid_config('ade20k')
+    cfg['backbone'].update(depth=2, out_indices=(0, 1, 3, 4), img_size=64, **HYBRID)
+    cfg['neck'].update(hidden_channels=(32, 64, 64, 64), fusion_channels=32)
+    for head in ('decode_head', 'auxiliary_head'):
+        cfg[head].update(num_classes=5, in_channels=32)
+    return heads.MODELS.build(cfg)
+
+
 TASKS = {
     'dpt_segmentation': lambda: heads.MODELS.build(tiny_dpt('seg')),
     'dpt_depth': lambda: heads.MODELS.build(tiny_dpt('metric')),
     'depth_anything_v2': lambda: depth_anything(pos_interp='bicubic'),  # the head's size and strips in the graph
+    'dpt_hybrid': dpt_hybrid,  # BiT 'SAME' padding in the graph; stage maps entering the neck as they are
 }
 
 

@@ -3,12 +3,17 @@
 ``StdConv2d`` normalises each output filter to zero mean and unit variance over its (in, kh, kw) weights before
 convolving: w' = (w - mean) / sqrt(var + eps), the biased variance. With ``padding='same'`` the input is padded as
 TensorFlow does: out = ceil(in / stride), the total padding max((out - 1) * stride + (k - 1) * dilation + 1 - in, 0)
-split with the odd pixel at the end (bottom/right). That padding depends on the input size only when stride > 1;
-otherwise it is the symmetric (k - 1) * dilation / 2 and is left to the convolution.
+split with the odd pixel at the end (bottom/right). That padding depends on the input size only when stride > 1 and
+the kernel is wider than one pixel; otherwise it is the symmetric (k - 1) * dilation / 2 (0 for a 1x1 kernel) and is
+left to the convolution.
+
+The size arithmetic is integer floor division, with no ceil of a true division and no max where none is needed.
+Traced with a symbolic size (torch.export), ``math.ceil(in / s)`` and ``max(.., 0)`` became CeilToInt / Max terms
+that sympy cannot simplify, nested once per strided layer: a BiT ResNet's stage sizes grew to thousands of
+characters and the ViT's reshapes of its (h w) tokens sat in sympy for minutes. As floor divisions they reduce to a
+linear expression of the size variable wherever the input is a multiple of the strides.
 """
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -20,8 +25,18 @@ def _pair(value) -> tuple[int, int]:
 
 
 def same_padding(size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TensorFlow 'SAME' padding (before, after) of one side of ``size`` pixels."""
-    total = max((math.ceil(size / stride) - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+    """TensorFlow 'SAME' padding (before, after) of one side of ``size`` pixels (an int or a symbolic size).
+
+    total = max((ceil(size / s) - 1) s + reach - size, 0), reach = (k - 1) dilation + 1, written as
+    reach - s + overhang, overhang = s ceil(size / s) - size = (-size) mod s in [0, s): never negative when
+    reach >= s, and never positive when reach == 1, so neither case needs the max (module docstring)."""
+    reach = (kernel - 1) * dilation + 1
+    if reach == 1:
+        return 0, 0
+    overhang = stride * ((size + stride - 1) // stride) - size
+    total = reach - stride + overhang
+    if reach < stride:  # 1 < reach < stride: no BiT layer has this; the max is then needed
+        total = torch.sym_max(total, 0)
     return total // 2, total - total // 2
 
 
@@ -36,8 +51,8 @@ def pad_same(x: torch.Tensor, kernel, stride, dilation=1, value: float = 0.0) ->
 
 
 def _static_same(kernel: int, stride: int, dilation: int) -> bool:
-    """Whether 'SAME' padding is one fixed symmetric padding for every input size."""
-    return stride == 1 and (dilation * (kernel - 1)) % 2 == 0
+    """Whether 'SAME' padding is one fixed symmetric padding for every input size (0 for a 1x1 kernel)."""
+    return kernel == 1 or (stride == 1 and (dilation * (kernel - 1)) % 2 == 0)
 
 
 class StdConv2d(nn.Conv2d):
