@@ -156,8 +156,8 @@ def test_backbone_taps_non_square_inputs_as_timms_intermediates(tmp_path):
             want = reference.forward_intermediates(x, indices=[1, 3], intermediates_only=True, norm=False)
         assert [tuple(m.shape) for m in maps] == [(1, 384, hw[0] // 16, hw[1] // 16)] * 2
         assert prefix[0].shape == (1, 5, 384)
-        for got, w in zip(maps, want):
-            assert (got - w).abs().max() <= 1e-4
+        for got, w in zip(maps, want):  # within 1e-4 of the maps' scale (~40 here): GEMM libraries sum differently
+            assert (got - w).abs().max() <= 1e-4 * w.abs().max()
 
 
 def official_state(reference: torch.nn.Module) -> dict:

@@ -16,7 +16,7 @@ import train as train_tool  # noqa: E402
 
 pytestmark = pytest.mark.slow  # every test here trains (the fast lane: -m "not slow")
 
-ITERS = 300  # about 3 minutes on 2 cores, the learning rate decaying to 0 at ITERS; validated every ITERS / 3
+ITERS = 600  # about 5 minutes on 2 cores, the learning rate decaying to 0 at ITERS; validated every ITERS / 3
 
 
 @pytest.fixture(autouse=True)
