@@ -6,7 +6,8 @@ On CUDA: DPT ViT-B/16 at 512x512, batch 8, bf16 autocast: training img/s, peak m
 share of the bf16 matmul rate measured on the GPU; whether SDPA's flash kernel runs every attention call (counted
 by torch's profiler); inference img/s; 1024x1024 inference memory; eager vs torch.compile (a 'skipped' row under
 --no-compile); a 1-GPU NCCL DDP smoke run of tools/train.py and an FSDP one (--strategy fsdp on every GPU, bf16
-parameters, with rank 0's share of the bytes); two --deterministic runs with their weights compared. Without CUDA
+parameters, with rank 0's share of the bytes); fp16 autocast training with dynamic loss scaling; DDP with
+SyncBatchNorm under bf16 autocast; two --deterministic runs with their weights compared. Without CUDA
 it says so and runs the same steps tiny on the CPU, FSDP on two gloo processes (the test suite runs that path).
 tools/lab/benchmark/gpu_check.py describes each step.
 """
@@ -27,12 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> list[dict]:
     args = build_parser().parse_args(argv)
     from lab.benchmark.gpu_check import gpu_check, report
-    rows, header = gpu_check(args.device, compile=not args.no_compile)
-    text = report(rows, header)
-    print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+
+    def progress(rows, header):  # the table so far, rewritten after each step: a run cut short still leaves it
+        if args.out:
+            args.out.write_text(report(rows, header))
+
+    rows, header = gpu_check(args.device, compile=not args.no_compile, progress=progress)
+    print(report(rows, header))
     return rows
 
 

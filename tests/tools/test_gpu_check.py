@@ -50,7 +50,8 @@ def test_the_cpu_path_runs_every_step(tmp_path):
     out = tmp_path / 'gpu_check.md'
     rows = {r['step']: r for r in tool.main(['--device', 'cpu', '--no-compile', '--out', str(out)])}
     assert 'error' not in rows, rows.get('error')
-    assert set(rows) == {'train', 'inference', 'flash', 'inference_big', 'compile', 'ddp', 'fsdp', 'deterministic'}
+    assert set(rows) == {'train', 'inference', 'flash', 'inference_big', 'compile', 'ddp', 'fsdp', 'fp16', 'syncbn',
+                         'deterministic'}
     assert 'no CUDA device' in out.read_text().splitlines()[0]
     p = plan('cpu')
     model = build_model(QUICKSTART, 'cpu').eval()
@@ -84,6 +85,12 @@ def test_the_cpu_path_runs_every_step(tmp_path):
     share = re.search(r'rank 0 holds ([\d.]+) of the parameter \+ optimizer bytes', rows['fsdp']['detail'])
     assert share and abs(float(share[1]) - rank0_share(model, 2)) < 2e-3, (rows['fsdp'], rank0_share(model, 2))
     assert rows['deterministic']['result'] == 'equal', rows['deterministic']
+    # fp16 with dynamic loss scaling: a finite loss, and a GradScaler's scale (a power of two) saved with the run
+    fp16 = re.search(rf'last logged loss {NUMBER}, loss scale at the end {NUMBER}, weights finite',
+                     rows['fp16']['detail'])
+    assert rows['fp16']['result'] == 'ok' and fp16, rows['fp16']
+    assert math.log2(float(fp16[2])).is_integer(), rows['fp16']
+    assert rows['syncbn'] == {'step': 'syncbn', 'result': 'skipped', 'detail': "torch's SyncBatchNorm needs CUDA"}
 
 
 def test_flash_is_no_when_the_attention_bypasses_sdpa():

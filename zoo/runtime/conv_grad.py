@@ -145,8 +145,10 @@ def shift_gemm_conv(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor, bias
 
 def takes_shift_gemm(conv: nn.Conv2d, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Training on CPU, fp32 outside autocast, stride 1, no dilation or groups, zero padding, channels-last x,
-    and the GEMMs chosen for this process (:func:`choice`)."""
-    return (x.device.type == 'cpu' and torch.is_grad_enabled() and weight.requires_grad
+    and the GEMMs chosen for this process (:func:`choice`); never in traced code (torch.compile, torch.export take
+    torch's kernels: :func:`choice`'s timing would break the graph at every convolution)."""
+    return (x.device.type == 'cpu' and not torch.compiler.is_compiling() and torch.is_grad_enabled()
+            and weight.requires_grad
             and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled('cpu')
             and conv.stride == (1, 1) and conv.dilation == (1, 1) and conv.groups == 1
             and conv.padding_mode == 'zeros' and isinstance(conv.padding, tuple) and x.dim() == 4

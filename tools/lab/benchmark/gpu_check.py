@@ -14,19 +14,30 @@ Steps (each a row ``step | result | detail``; a failing step is reported and the
 - ``fsdp``: the same run with ``--strategy fsdp`` (one process per GPU; two gloo processes on CPU), the gathered
   parameters in bf16 (fp32 on a CPU without bf16 units), activation checkpointing on; with the per-process share
   of parameter + optimizer bytes it logs (1 / processes, plus padding);
+- ``fp16``: the quickstart trained under fp16 autocast with dynamic loss scaling (``AutocastOptimWrapper``,
+  ``dtype='float16'``): the final loss and weights finite, and the loss scale the run ended with;
+- ``syncbn``: on CUDA, the DDP run with ``sync_bn='torch'`` (mmengine converts the DPT head's BatchNorm to
+  SyncBatchNorm) under bf16 autocast; with one GPU no statistics cross GPUs, so it shows the conversion and the
+  mixed-precision DDP path run, not the reduction. On CPU it is skipped (torch's SyncBatchNorm needs a GPU);
 - ``deterministic``: two ``--deterministic`` runs of the quickstart, their final weights compared bit for bit.
+
+Each step is its own row: a step that fails becomes a ``FAILED`` row with its error (the whole traceback goes to
+stderr) and the others still run; ``progress`` is called with the rows so far after each step, so that a run cut
+short by a time limit still leaves its table.
 
 Without CUDA the same steps run tiny on the CPU (the quickstart's model at 64x96), which is what the test suite
 runs; the table says which device it measured.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -37,6 +48,7 @@ from .tables import markdown
 
 ROOT = Path(__file__).resolve().parents[3]
 QUICKSTART = ROOT / 'configs' / 'quickstart.py'
+RUN_TIMEOUT = int(os.environ.get('GPU_CHECK_RUN_TIMEOUT', 900))  # seconds for one tools/train.py run
 
 
 def plan(device: str) -> dict:
@@ -53,31 +65,47 @@ def _row(step: str, result: str, detail: str = '') -> dict:
     return {'step': step, 'result': result, 'detail': detail}
 
 
-def throughput_rows(p: dict, device: str, compile: bool) -> list[dict]:
+def throughput_steps(p: dict, device: str, compile: bool) -> list:
+    """The in-process steps: (name, thunk returning rows). The model and its eager figures are shared through
+    ``state``: the later steps need the eager row and the built model."""
     cfg = Config.fromfile(str(p['config']))
     common = dict(size=p['size'], batch=p['batch'], dtype=p['dtype'], device=device, channels_last=True,
                   checkpointing=False, iters=p['iters'], warmup=p['warmup'])
-    row = benchmark_one('dpt', cfg, compile=False, train=True, **common)
     size = f"{p['size'][0]}x{p['size'][1]}, batch {p['batch']}, {p['dtype']}"
-    rows = [_row('train', f"{row['train_img_s']:.3g} img/s",
-                 f"{size}; {3 * 2 * row['GMACs']:.3g} GFLOP per image: {row['train_GFLOP_s'] / 1e3:.3g} TFLOP/s = "
-                 f"{row['train_matmul_pct']:.3g}% of the matmul rate measured in the same rounds "
-                 f"({row['matmul_GFLOP_s'] / 1e3:.3g} TFLOP/s); peak {row['train_peak_MiB']:.0f} MiB"),
-            _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {2 * row['GMACs']:.3g} GFLOP per image: "
-                                                                f"{row['matmul_pct']:.3g}% of the matmul rate; "
-                                                                f"peak {row['fwd_peak_MiB']:.0f} MiB")]
-    model = build_model(cfg, device).eval()
-    rows.append(flash_row(model, p, device))
-    big = torch.randn(1, 3, *p['big'], device=device)
-    rows.append(_row('inference_big', f"{peak_of(forward_fn(model, big, p['dtype']), torch.device(device)):.0f} MiB",
-                     f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}"))
-    if not compile:
-        rows.append(_row('compile', 'skipped', 'not run: --no-compile was given'))
-        return rows
-    compiled = benchmark_one('dpt', cfg, compile=True, train=False, **common)
-    rows.append(_row('compile', f"{compiled['fwd_img_s'] / row['fwd_img_s']:.2f}x eager",
-                     f"forward {row['fwd_img_s']:.3g} img/s eager, {compiled['fwd_img_s']:.3g} compiled"))
-    return rows
+    state = {}
+
+    def throughput():
+        row = state['row'] = benchmark_one('dpt', cfg, compile=False, train=True, **common)
+        return [_row('train', f"{row['train_img_s']:.3g} img/s",
+                     f"{size}; {3 * 2 * row['GMACs']:.3g} GFLOP per image: {row['train_GFLOP_s'] / 1e3:.3g} TFLOP/s "
+                     f"= {row['train_matmul_pct']:.3g}% of the matmul rate measured in the same rounds "
+                     f"({row['matmul_GFLOP_s'] / 1e3:.3g} TFLOP/s); peak {row['train_peak_MiB']:.0f} MiB"),
+                _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {2 * row['GMACs']:.3g} GFLOP per image: "
+                                                                    f"{row['matmul_pct']:.3g}% of the matmul rate; "
+                                                                    f"peak {row['fwd_peak_MiB']:.0f} MiB")]
+
+    def flash():
+        model = state['model'] = build_model(cfg, device).eval()
+        return [flash_row(model, p, device)]
+
+    def big():
+        model = state.get('model') or build_model(cfg, device).eval()
+        x = torch.randn(1, 3, *p['big'], device=device)
+        return [_row('inference_big', f"{peak_of(forward_fn(model, x, p['dtype']), torch.device(device)):.0f} MiB",
+                     f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}")]
+
+    def compiled():
+        if not compile:
+            return [_row('compile', 'skipped', 'not run: --no-compile was given')]
+        state.pop('model', None)
+        eager = state.get('row') or benchmark_one('dpt', cfg, compile=False, train=False, **common)
+        start = time.perf_counter()
+        row = benchmark_one('dpt', cfg, compile=True, train=False, **common)
+        return [_row('compile', f"{row['fwd_img_s'] / eager['fwd_img_s']:.2f}x eager",
+                     f"forward {eager['fwd_img_s']:.3g} img/s eager, {row['fwd_img_s']:.3g} compiled "
+                     f"({time.perf_counter() - start:.0f} s with the compilation)")]
+
+    return [('train', throughput), ('flash', flash), ('inference_big', big), ('compile', compiled)]
 
 
 def attention_modules(model) -> int:
@@ -117,35 +145,79 @@ def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0, options=
 def run_command(command: list[str]) -> tuple[bool, str, float]:
     start = time.perf_counter()
     path = os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                           env={**os.environ, 'PYTHONPATH': path})
-    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ['']
-    return done.returncode == 0, tail[0][:160], time.perf_counter() - start
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    if done.returncode:
+        print('\n'.join(lines[-40:]), file=sys.stderr)  # the failing run's own traceback, for whoever reads the log
+    return done.returncode == 0, (lines[-1:] or [''])[0][:160], time.perf_counter() - start
 
 
-def training_rows(p: dict, device: str) -> list[dict]:
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+def training_steps(p: dict, device: str, tmp: Path) -> list:
+    """The steps that run tools/train.py in child processes: (name, thunk returning rows)."""
+    backend = 'NCCL' if device.startswith('cuda') else 'gloo'
+
+    def ddp():
         ok, tail, seconds = run_command(train_command(p, tmp / 'ddp', '--launcher', 'pytorch', nproc=1))
-        backend = 'NCCL' if device.startswith('cuda') else 'gloo'
-        rows.append(_row('ddp', 'ok' if ok else 'FAILED',
-                         f"1 process, {backend}, {p['train_iters']} iterations, {seconds:.0f} s" + ('' if ok else
-                                                                                                      f': {tail}')))
-        rows.append(fsdp_row(p, device, tmp / 'fsdp'))
+        return [_row('ddp', 'ok' if ok else 'FAILED', f"1 process, {backend}, {p['train_iters']} iterations, "
+                                                       f"{seconds:.0f} s" + ('' if ok else f': {tail}'))]
+
+    def deterministic():
         finals = []
         for k in range(2):
             ok, tail, _ = run_command(train_command(p, tmp / f'det{k}', '--deterministic'))
             if not ok:
-                rows.append(_row('deterministic', 'FAILED', tail))
-                return rows
-            finals.append(torch.load(tmp / f'det{k}' / f"iter_{p['train_iters']}.pth", map_location='cpu',
-                                     weights_only=False)['state_dict'])
+                return [_row('deterministic', 'FAILED', tail)]
+            finals.append(final_state(p, tmp / f'det{k}')['state_dict'])
         differing = [k for k in finals[0] if not torch.equal(finals[0][k], finals[1][k])]
-        rows.append(_row('deterministic', 'equal' if not differing else f'{len(differing)} tensors differ',
-                         f"two --deterministic runs of {p['train_iters']} iterations, {len(finals[0])} tensors "
-                         f"compared bit for bit"))
-    return rows
+        return [_row('deterministic', 'equal' if not differing else f'{len(differing)} tensors differ',
+                     f"two --deterministic runs of {p['train_iters']} iterations, {len(finals[0])} tensors "
+                     f"compared bit for bit")]
+
+    return [('ddp', ddp), ('fsdp', lambda: [fsdp_row(p, device, tmp / 'fsdp')]),
+            ('fp16', lambda: [fp16_row(p, tmp / 'fp16')]), ('syncbn', lambda: [syncbn_row(p, device, tmp / 'sbn')]),
+            ('deterministic', deterministic)]
+
+
+def final_state(p: dict, work_dir: Path) -> dict:
+    return torch.load(work_dir / f"iter_{p['train_iters']}.pth", map_location='cpu', weights_only=False)
+
+
+def last_loss(work_dir: Path) -> float | None:
+    logs = sorted(work_dir.glob('*/*.log'))
+    found = re.findall(r'\bloss: ([-\d.e+]+|nan|inf)', logs[-1].read_text()) if logs else []
+    return float(found[-1]) if found else None
+
+
+def fp16_row(p: dict, work_dir: Path) -> dict:
+    """The quickstart under fp16 autocast with dynamic loss scaling: finite loss and weights, the final scale."""
+    ok, tail, seconds = run_command(train_command(p, work_dir, options=(
+        'optim_wrapper.type=AutocastOptimWrapper', 'optim_wrapper.dtype=float16', 'default_hooks.logger.interval=1')))
+    detail = f"1 process, fp16 autocast + GradScaler, {p['train_iters']} iterations, {seconds:.0f} s"
+    if not ok:
+        return _row('fp16', 'FAILED', f'{detail}: {tail}')
+    state = final_state(p, work_dir)
+    scale = state['optimizer'].get('loss_scaler', {}).get('scale')
+    finite = all(torch.isfinite(v).all() for v in state['state_dict'].values() if v.is_floating_point())
+    loss = last_loss(work_dir)
+    good = finite and scale is not None and loss is not None and math.isfinite(loss)
+    return _row('fp16', 'ok' if good else 'FAILED', f"{detail}; last logged loss {loss}, loss scale at the end "
+                                                    f"{scale}, weights {'finite' if finite else 'NOT finite'}")
+
+
+def syncbn_row(p: dict, device: str, work_dir: Path) -> dict:
+    """DDP with ``sync_bn='torch'`` under bf16 autocast (CUDA only: torch's SyncBatchNorm needs a GPU)."""
+    if not device.startswith('cuda'):
+        return _row('syncbn', 'skipped', "torch's SyncBatchNorm needs CUDA")
+    ok, tail, seconds = run_command(train_command(p, work_dir, '--launcher', 'pytorch', '--amp', nproc=1,
+                                                  options=('sync_bn=torch', 'default_hooks.logger.interval=1')))
+    detail = (f"1 process, NCCL, sync_bn='torch', bf16 autocast, {p['train_iters']} iterations, {seconds:.0f} s "
+              f"(one GPU: no statistics cross GPUs)")
+    if not ok:
+        return _row('syncbn', 'FAILED', f'{detail}: {tail}')
+    loss = last_loss(work_dir)
+    good = loss is not None and math.isfinite(loss)
+    return _row('syncbn', 'ok' if good else 'FAILED', f'{detail}; last logged loss {loss}')
 
 
 def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
@@ -165,19 +237,28 @@ def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
     return _row('fsdp', 'ok', detail + share)
 
 
-def gpu_check(device: str | None = None, compile: bool = True) -> tuple[list[dict], str]:
-    """(rows, header) of the acceptance run on ``device`` (default: CUDA if present, else the tiny CPU run)."""
+def gpu_check(device: str | None = None, compile: bool = True, progress=None) -> tuple[list[dict], str]:
+    """(rows, header) of the acceptance run on ``device`` (default: CUDA if present, else the tiny CPU run);
+    ``progress(rows, header)`` is called after each step."""
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     p = plan(device)
     name = torch.cuda.get_device_name(device) if device.startswith('cuda') else 'CPU (no CUDA device: the tiny run)'
     header = (f"gpu_check on {name}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}; model: "
               f"{Path(p['config']).name} at {p['size'][0]}x{p['size'][1]}")
     rows = []
-    for part in (lambda: throughput_rows(p, device, compile), lambda: training_rows(p, device)):
-        try:
-            rows.extend(part())
-        except Exception as error:  # a failing step is a row of the report, not the end of it
-            rows.append(_row('error', 'FAILED', f'{type(error).__name__}: {str(error).splitlines()[0][:160]}'))
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = throughput_steps(p, device, compile)
+        compiled = steps.pop()  # last: its compilation time is the least known
+        for step, thunk in [*steps, *training_steps(p, device, Path(tmp)), compiled]:
+            start = time.perf_counter()
+            try:
+                rows.extend(thunk())
+            except Exception as error:  # a failing step is a row of the report, not the end of it
+                traceback.print_exc()
+                rows.append(_row(step, 'FAILED', f'{type(error).__name__}: {str(error).splitlines()[0][:160]}'))
+            print(f'[gpu_check] {step}: {time.perf_counter() - start:.0f} s', file=sys.stderr, flush=True)
+            if progress:
+                progress(rows, header)
     return rows, header
 
 
