@@ -49,7 +49,7 @@ class OnnxTaskModel:
         self.path = Path(path)
         self.metadata = meta = read_metadata(self.path)
         if meta['task'] == 'MaskClassifier':
-            raise ValueError(f"{self.path}: a {meta.get('model', 'mask-classification')} export gives class logits "
+            raise ValueError(f"{self.path}: this {meta.get('model', 'mask-classification')} export gives class logits "
                              f"'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}); their semantic, "
                              f"instance and panoptic post-processing is not in the ONNX graph and is not run on ONNX "
                              f"files yet: run the checkpoint in PyTorch, or the graph with heads.export.run_onnx")
