@@ -1,4 +1,4 @@
-r"""Export a backbone with its detection pyramid, or a config's DPT model, with a dynamic input height and width.
+r"""Export a backbone with its detection pyramid, or a config's task model, with a dynamic input height and width.
 
     python tools/export_model.py --backbone vit_base_patch16_224 --pretrained vit_b16.safetensors \
         --size 512 512 --out vitb_pyramid.onnx --check 384 640 --check 768 512
@@ -7,10 +7,12 @@ r"""Export a backbone with its detection pyramid, or a config's DPT model, with 
     python tools/export_model.py --config configs/dpt_vitt4_camvid_cpu.py --format program --out dpt.pt2
 
 --backbone exports heads.detection.PyramidBackbone (outputs 'stride4', 'stride8', ...: the pyramid maps);
---config exports the config's task model from a normalised image to its dense output at the input size
-('seg_logits' or 'depth'; normalise with the config's data_preprocessor mean/std first); the ONNX file carries the
-preprocessing, inference strategy, resize and class names (heads.export.metadata), so that
-`tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint.
+--config exports the config's task model from a normalised image (normalise with the config's data_preprocessor
+mean/std first): a DPT or UperNet model to its dense output at the input size ('seg_logits' or 'depth'), a
+Mask2Former or EoMT model to 'class_logits' 'b q c+1' and 'mask_logits' 'b q h w' (at its mask stride). The ONNX
+file carries the preprocessing, inference strategy, resize and class names (heads.export.metadata), so that
+`tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint (dense models; it refuses a mask
+model's file, whose semantic/instance/panoptic post-processing is not in the graph).
 Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). --check compares
 the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, the program's module for
 --format program), prints the max abs difference and exits with 1 if one exceeds --tolerance.
@@ -28,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--backbone', metavar='NAME', help='a zoo backbone name: exports it with its pyramid')
-    source.add_argument('--config', metavar='CFG', help="a config file: exports its model (DPT segmentor/depth)")
+    source.add_argument('--config', metavar='CFG',
+                        help="a config file: exports its model (DPT, UperNet, Mask2Former, EoMT)")
     parser.add_argument('--backbone-kwargs', default={}, type=json_object, metavar='JSON',
                         help='keyword arguments of PyramidBackbone, e.g. \'{"depth": 2, "out_channels": 64}\'')
     parser.add_argument('--pretrained', metavar='FILE', help='backbone weights (with --backbone)')

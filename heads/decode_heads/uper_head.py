@@ -15,17 +15,26 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from zoo.core.resize import interpolate
 
 from ..registry import MODELS
+from .adaptive_pool import AdaptivePool
 from .uper_conv import ClassifierTail, ConvBNReLU
 
 
 def resize(x: torch.Tensor, size) -> torch.Tensor:
-    """'b c h w -> b c H W' bilinear (align_corners False); unchanged when already that size."""
-    return x if x.shape[-2:] == tuple(size) else interpolate(x, size=tuple(size), mode='bilinear',
-                                                             align_corners=False)
+    """'b c h w -> b c H W' bilinear (align_corners False); unchanged when already that size.
+
+    The shortcut is taken only where the sizes are known equal without a guard (always in eager PyTorch): under
+    torch.export a pooling branch's s x s map compared with a dynamic level size s_h would guard s_h == s at the
+    traced size, and torch 2.14's re-trace for ONNX then turns that guard into a fixed size (the level's height
+    folded to its traced value in every reshape: wrong or failing at other sizes). The resize at equal size is the
+    identity anyway."""
+    if all(statically_known_true(a == b) for a, b in zip(x.shape[-2:], size)):
+        return x
+    return interpolate(x, size=tuple(size), mode='bilinear', align_corners=False)
 
 
 class PyramidPooling(nn.ModuleList):
@@ -33,7 +42,7 @@ class PyramidPooling(nn.ModuleList):
     average pool to s_i x s_i, 1x1 ConvBNReLU, bilinear back)."""
 
     def __init__(self, in_channels: int, channels: int, pool_scales=(1, 2, 3, 6)):
-        super().__init__(nn.Sequential(nn.AdaptiveAvgPool2d(s), ConvBNReLU(in_channels, channels, 1))
+        super().__init__(nn.Sequential(AdaptivePool(s), ConvBNReLU(in_channels, channels, 1))
                          for s in pool_scales)
 
     def forward(self, x: torch.Tensor) -> list[torch.Tensor]:

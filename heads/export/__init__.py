@@ -1,5 +1,6 @@
-"""Export backbones with their pyramid and the DPT task models to torch.export programs and ONNX, with a
-dynamic input height and width (multiples of what the model needs, see :func:`required_multiple`)."""
+"""Export backbones with their pyramid and the task models (DPT, UperNet: one dense output; Mask2Former, EoMT: class
+and mask logits) to torch.export programs and ONNX, with a dynamic batch, input height and width (multiples of what
+the model needs, see :func:`required_multiple`)."""
 from .compare import max_abs_diffs
 from .metadata import config_metadata, read_metadata
 from .onnx import compare_onnx, export_onnx, onnx_session, run_onnx

@@ -6,6 +6,8 @@ from torch import nn
 
 from zoo.core.pos_embed import LearnedPosEmbed
 
+from ..models.eomt import EoMT
+
 
 def inexact_parts(module: nn.Module) -> list[str]:
     """One line per part of ``module`` that a dynamic-size export cannot reproduce exactly, saying why."""
@@ -17,6 +19,12 @@ def inexact_parts(module: nn.Module) -> list[str]:
                            f"resize samples at the sizes' ratio (ONNX Resize, torch 2.14's translation ignores the "
                            f"scales), so its output size and positions would be the traced ones; build the backbone "
                            f"with pos_interp='bicubic' to export (a slightly different table), or run it in PyTorch")
+        if isinstance(part, EoMT) and any(0 < p < 1 for p in part.attn_mask_probs.tolist()):
+            reasons.append(f"{name or 'the model'}: EoMT's masked attention with probabilities "
+                           f"{part.attn_mask_probs.tolist()} masks each query at random (rand > p) in evaluation too; "
+                           f"no graph reproduces those draws: export a model whose annealing has ended "
+                           f"(probabilities 0, plain attention, as after training) or with probabilities 1 "
+                           f"(set_mask_probabilities)")
     return reasons
 
 

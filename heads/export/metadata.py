@@ -27,12 +27,19 @@ VERSION = 1
 
 
 def task_metadata(model: nn.Module) -> dict:
-    """The model part of the metadata of a DPT task model (:class:`heads.models.dense_model.DenseModel`)."""
+    """The model part of the metadata of a task model: a dense one (:class:`heads.models.dense_model.DenseModel`)
+    or a mask-classification one (Mask2Former, EoMT: ``task`` 'MaskClassifier', ``outputs`` its two output names,
+    ``output`` the first; ``model`` the class name)."""
     from ..models.depth_estimator import DepthEstimator
+    from ..models.mask_classifier import MaskClassificationModel
     pre = model.data_preprocessor
     depth = isinstance(model, DepthEstimator)
-    return {'version': VERSION, 'task': 'DepthEstimator' if depth else 'Segmentor',
-            'relative': bool(getattr(model, 'relative', False)), 'output': 'depth' if depth else 'seg_logits',
+    if isinstance(model, MaskClassificationModel):
+        task = {'task': 'MaskClassifier', 'model': type(model).__name__, 'num_classes': int(model.num_classes),
+                'output': 'class_logits', 'outputs': ['class_logits', 'mask_logits']}
+    else:
+        task = {'task': 'DepthEstimator' if depth else 'Segmentor', 'output': 'depth' if depth else 'seg_logits'}
+    return {'version': VERSION, **task, 'relative': bool(getattr(model, 'relative', False)),
             'preprocessor': {'mean': pre.mean.flatten().tolist(), 'std': pre.std.flatten().tolist(),
                              'size_divisor': int(pre.size_divisor), 'pad_val': float(pre.pad_val),
                              'bgr_to_rgb': bool(pre.bgr_to_rgb)},

@@ -41,15 +41,61 @@ def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None
                       opset_version=opset, external_data=size > SINGLE_FILE_BYTES, verbose=False)
     fixed = onnx_fixed_dims(path)
     if fixed:  # the translator's decompositions fixed a size the program kept dynamic
-        path.unlink()
-        path.with_name(path.name + '.data').unlink(missing_ok=True)
+        _remove(path)
         raise ValueError(f"the ONNX translation of {type(module.model).__name__} fixed the input's "
                          f"{', '.join(fixed)} (some operation's decomposition computes from the traced size); "
                          f"refused rather than written for one size only ({path} removed)")
+    problem = other_size_problem(path, module, program)
+    if problem:  # dynamic inputs, but some size inside the graph was folded to its traced value
+        _remove(path)
+        raise ValueError(f"the ONNX graph of {type(module.model).__name__} does not run as PyTorch at another size "
+                         f"than the traced one: {problem}; some size inside the graph was kept at its traced value "
+                         f"(a guard on a dynamic size, a decomposition indexing at the traced size); refused "
+                         f"({path} removed)")
     task = task_metadata(module.model) if isinstance(module, TensorOutputs) else {}
     if task or metadata:
         write_metadata(path, {**task, **(metadata or {})})
     return path
+
+
+def _remove(path: Path) -> None:
+    path.unlink()
+    path.with_name(path.name + '.data').unlink(missing_ok=True)
+
+
+def other_size(program: ExportedProgram, module: nn.Module) -> tuple[int, int, int]:
+    """(batch, h, w) other than the traced input's and allowed by the program: batch 1 (the trace's is 2), one
+    multiple taller (the multiple read from the program's symbolic height, e.g. 32*s0)."""
+    name = program.graph_signature.user_inputs[0]
+    shape = next(n for n in program.graph.nodes if n.op == 'placeholder' and n.name == name).meta['val'].shape
+    h, w = (int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in shape[2:])
+    height = shape[2]
+    multiple = int(height.node.expr.as_coeff_Mul()[0]) if isinstance(height, torch.SymInt) else 0
+    return 1, h + (multiple or required_multiple(module)), w
+
+
+def other_size_problem(path, module: nn.Module, program: ExportedProgram, tolerance: float = 1e-3) -> str | None:
+    """None if onnxruntime runs the file at :func:`other_size` with PyTorch's output shapes and values (max
+    |difference| <= ``tolerance`` x max |PyTorch's| per output; exact exports are far closer), else what differs.
+    Cheap (one small input) and catches a graph whose inputs are dynamic but whose inside is not."""
+    batch, h, w = other_size(program, module)
+    param = next(module.parameters())
+    x = torch.randn(batch, 3, h, w, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = module(x.to(param.device, param.dtype))
+    expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
+    try:
+        got = run_onnx(onnx_session(path), x)
+    except Exception as error:  # onnxruntime's own failure (a reshape to the traced size, a gather out of range)
+        return f"onnxruntime fails at {batch}x3x{h}x{w}: {str(error).strip().splitlines()[0][:300]}"
+    for name, e, g in zip(module.output_names, expected, got):
+        e = e.detach().float().cpu()
+        if tuple(g.shape) != tuple(e.shape):
+            return f"at {batch}x3x{h}x{w} output {name} is {tuple(g.shape)}, PyTorch's {tuple(e.shape)}"
+        error = float((torch.from_numpy(g) - e).abs().max() / e.abs().max().clamp_min(1e-12))
+        if error > tolerance:
+            return f"at {batch}x3x{h}x{w} output {name} differs by {error:.3g} of its scale"
+    return None
 
 
 def onnx_fixed_dims(path) -> list[str]:

@@ -48,6 +48,11 @@ class OnnxTaskModel:
     def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None):
         self.path = Path(path)
         self.metadata = meta = read_metadata(self.path)
+        if meta['task'] == 'MaskClassifier':
+            raise ValueError(f"{self.path}: this {meta.get('model', 'mask-classification')} export gives class logits "
+                             f"'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}); their semantic, "
+                             f"instance and panoptic post-processing is not in the ONNX graph and is not run on ONNX "
+                             f"files yet: run the checkpoint in PyTorch, or the graph with heads.export.run_onnx")
         if meta['task'] not in TASKS:
             raise ValueError(f"{self.path}: task {meta['task']!r} in its metadata is not one of {sorted(TASKS)}")
         self.task = TASKS[meta['task']]

@@ -1,7 +1,7 @@
 """torch.export of a model with a dynamic batch, input height and width; a trace that fixed any of them is refused."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import torch
 from torch import nn
@@ -70,6 +70,19 @@ def explicit_attention(module: nn.Module):
                 m.fused = own
 
 
+@contextmanager
+def constant_schedules(module: nn.Module):
+    """Every EoMT in ``module`` reads its masked-attention probabilities as numbers while the block runs
+    (:meth:`heads.models.eomt.EoMT.constant_probabilities`): which blocks mask is then fixed in the graph, as the
+    model's own state, not the input's."""
+    from ..models.eomt import EoMT
+    with ExitStack() as stack:
+        for part in module.modules():
+            if isinstance(part, EoMT):
+                stack.enter_context(part.constant_probabilities())
+        yield module
+
+
 def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None = None,
                    max_side: int = 4096) -> ExportedProgram:
     """``torch.export.export`` of ``model`` (wrapped by :func:`heads.export.exportable`, so in eval mode) traced
@@ -90,7 +103,7 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
         raise ValueError(f"multiple={multiple} is not a multiple of {needed}, which this model's maps need")
     minimum = min_side(module, multiple)
     check_size(example_size, multiple, minimum)
-    with explicit_attention(module):
+    with explicit_attention(module), constant_schedules(module):
         try:
             program = torch.export.export(module, (example_input(module, example_size),),
                                           dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)

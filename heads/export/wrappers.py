@@ -1,4 +1,5 @@
-"""Tensor-in / tensors-out modules around models whose forward is not (what torch.export and ONNX trace)."""
+"""Tensor-in / tensors-out modules around models whose forward is not (what torch.export and ONNX trace): a task model
+(DPT, UperNet: one dense output; Mask2Former, EoMT: class and mask logits) or a backbone's maps."""
 from __future__ import annotations
 
 import torch
@@ -8,20 +9,32 @@ from zoo.contract import Backbone
 
 from ..models.dense_model import DenseModel
 from ..models.depth_estimator import DepthEstimator
+from ..models.mask_classifier import MaskClassificationModel
+
+MASK_OUTPUTS = ['class_logits', 'mask_logits']  # a mask-classification model's outputs, in its 'tensor' order
 
 
 class TensorOutputs(nn.Module):
-    """A DPT task model as 'b 3 H W' normalised image -> its dense output at the input size: segmentation logits
-    'b k H W' or depth 'b 1 H W' (``model(x, mode='tensor')``; the data preprocessor's normalisation is not
-    included: feed ``(image - mean) / std`` as the model's ``data_preprocessor`` does)."""
+    """A task model as 'b 3 H W' normalised image -> ``model(x, mode='tensor')`` (the data preprocessor's
+    normalisation is not included: feed ``(image - mean) / std`` as the model's ``data_preprocessor`` does):
 
-    def __init__(self, model: DenseModel):
+    - a dense model (DPT, UperNet: :class:`~heads.models.dense_model.DenseModel`): its output at the input size,
+      segmentation logits 'b k H W' ('seg_logits') or depth 'b 1 H W' ('depth');
+    - a mask-classification model (Mask2Former, EoMT): the tuple (class logits 'b q c+1', mask logits 'b q h w' at
+      the model's mask stride), named :data:`MASK_OUTPUTS`.
+    """
+
+    def __init__(self, model: DenseModel | MaskClassificationModel):
         super().__init__()
         self.model = model
-        self.output_names = ['depth' if isinstance(model, DepthEstimator) else 'seg_logits']
+        if isinstance(model, MaskClassificationModel):
+            self.output_names = list(MASK_OUTPUTS)
+        else:
+            self.output_names = ['depth' if isinstance(model, DepthEstimator) else 'seg_logits']
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model(x, mode='tensor')  # b 3 H W -> b k H W
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        out = self.model(x, mode='tensor')  # b 3 H W -> b k H W, or (b q c+1, b q h w)
+        return tuple(out) if isinstance(out, (tuple, list)) else out
 
 
 class MapOutputs(nn.Module):
@@ -45,11 +58,12 @@ def exportable(model: nn.Module) -> nn.Module:
     are): a task model in :class:`TensorOutputs`, a backbone (:mod:`zoo.contract`) in :class:`MapOutputs`."""
     if isinstance(model, (TensorOutputs, MapOutputs)):
         wrapped = model
-    elif isinstance(model, DenseModel):
+    elif isinstance(model, (DenseModel, MaskClassificationModel)):
         wrapped = TensorOutputs(model)
     elif isinstance(model, Backbone):
         wrapped = MapOutputs(model)
     else:
-        raise TypeError(f"cannot export {type(model).__name__}: expected a DPT task model (heads.Segmentor, "
-                        f"heads.DepthEstimator) or a backbone (zoo.create_backbone, heads.detection.PyramidBackbone)")
+        raise TypeError(f"cannot export {type(model).__name__}: expected a task model (heads.Segmentor, "
+                        f"heads.DepthEstimator, Mask2Former, EoMT) or a backbone (zoo.create_backbone, "
+                        f"heads.detection.PyramidBackbone)")
     return wrapped.eval()

@@ -24,6 +24,7 @@ rows for the queries and is refused.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 from einops import rearrange
@@ -98,12 +99,35 @@ class EoMT(MaskClassificationModel):
         self.mask_mlp = MaskMLP(dim, act_layer)
         self.class_head = nn.Linear(dim, num_classes + 1)
         self.register_buffer('attn_mask_probs', torch.ones(num_blocks))
+        self.traced_probs = None  # the probabilities as numbers while traced (:meth:`constant_probabilities`)
+
+    @property
+    def input_multiple(self) -> int:
+        """What input height and width must be multiples of: the patch size."""
+        return self.backbone.patch_size
+
+    @property
+    def coarsest_stride(self) -> int:
+        """The largest stride of any map the model computes: the patch grid's."""
+        return self.backbone.patch_size
 
     def set_mask_probabilities(self, probs) -> None:
         """Each masked block's probability of masked attention (:class:`~.eomt_parts.MaskAnnealingHook`)."""
         if len(probs) != self.num_blocks or any(not 0 <= p <= 1 for p in probs):
             raise ValueError(f"attn_mask_probs needs {self.num_blocks} probabilities in [0, 1], got {list(probs)}")
         self.attn_mask_probs.copy_(torch.as_tensor(probs, dtype=self.attn_mask_probs.dtype))
+
+    @contextmanager
+    def constant_probabilities(self):
+        """The masked-attention probabilities read once, as Python numbers, while the block runs: a trace
+        (torch.export) sees the buffer's values as constants of the graph (which blocks mask) instead of data it
+        cannot branch on. A probability strictly between 0 and 1 draws random numbers per query, which no export
+        reproduces (:func:`heads.export.limits.inexact_parts` refuses it)."""
+        self.traced_probs = self.attn_mask_probs.tolist()
+        try:
+            yield self
+        finally:
+            self.traced_probs = None
 
     def forward_logits(self, inputs: torch.Tensor):
         backbone = self.backbone
@@ -112,7 +136,8 @@ class EoMT(MaskClassificationModel):
         x = backbone.run_blocks(x, grid, stop=start)[0]
         x = torch.cat([self.query.weight.expand(x.shape[0], -1, -1).to(x.dtype), x], dim=1)  # b (q + p + h w) d
         aux = []
-        for prob, block in zip(self.attn_mask_probs.tolist(), backbone.blocks[start:]):
+        probs = self.attn_mask_probs.tolist() if self.traced_probs is None else self.traced_probs
+        for prob, block in zip(probs, backbone.blocks[start:]):
             mask = None
             if self.training or prob > 0:
                 class_logits, mask_logits = self.predictions(x, grid)

@@ -14,6 +14,8 @@ layer, ``'predict'`` semantic, instance or panoptic results (``test_cfg``).
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..decode_heads.mask2former_decoder import Mask2FormerTransformerDecoder  # noqa: F401  (registers it)
@@ -51,10 +53,22 @@ class Mask2Former(MaskClassificationModel):
         if neck is not None:  # the pyramid's levels but its max-pooled last
             levels = {'in_channels': [neck.out_channels] * (len(neck.out_strides) - 1),
                       'in_strides': list(neck.out_strides[:-1])}
+        self.level_strides = list(levels['in_strides'])
         self.pixel_decoder = build({**levels, **pixel_decoder} if isinstance(pixel_decoder, dict) else pixel_decoder)
         if isinstance(decoder, dict):
             decoder = {'in_channels': self.pixel_decoder.out_channels, **decoder}
         self.decoder = build(decoder)
+
+    @property
+    def input_multiple(self) -> int:
+        """What input height and width must be multiples of: the backbone's multiple and every level's stride (the
+        pixel decoder adds each level to the x2 upsampled coarser one)."""
+        return math.lcm(self.backbone.input_multiple, *self.level_strides)
+
+    @property
+    def coarsest_stride(self) -> int:
+        """The largest stride of any map the model computes (the neck's max-pooled level included)."""
+        return max(*self.backbone.out_strides, *(self.neck.out_strides if self.neck is not None else ()))
 
     def backbone_maps(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """The maps the pixel decoder reads, finest first."""

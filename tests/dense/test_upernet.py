@@ -123,3 +123,15 @@ def test_the_camvid_cpu_config_is_the_dpt_one_but_for_the_model_and_fits_any_bac
         widths = {label: heads.MODELS.build(cfg.model).decode_head.in_channels for label, cfg in grid.items()}
     assert widths == {'upernet+vit_tiny_patch16_224': [64] * 4, 'upernet+cvt_13_224': [64, 192, 384],
                       'upernet+swin_tiny_patch4_window7_224': [96, 192, 384, 768]}
+
+
+@pytest.mark.parametrize('size', [(3, 4), (5, 7), (6, 6), (2, 9)])
+def test_the_in_graph_adaptive_pool_averages_the_same_bins(size):
+    """The pooling matrices an export uses (a symbolic size) pool the bins of adaptive_avg_pool2d, sizes that divide
+    the scales or not, scales above the side included."""
+    from heads.decode_heads.adaptive_pool import pooling_matrix
+    x = torch.randn(2, 3, *size, dtype=torch.float64)
+    for s in (1, 2, 3, 6):
+        rows, cols = pooling_matrix(size[0], s, x), pooling_matrix(size[1], s, x)
+        pooled = torch.einsum('ih,bchw,jw->bcij', rows, x, cols)  # b c h w -> b c s s
+        assert torch.allclose(pooled, F.adaptive_avg_pool2d(x, s), rtol=0, atol=1e-12), (size, s)

@@ -1,8 +1,9 @@
-"""ONNX export of every family and DPT task model that exports exactly, at its smallest variant cut to a few blocks:
-a dynamic batch, height and width, onnxruntime equal to eager PyTorch (relative error <= 1e-4: max |difference| /
-max |reference|) at three sizes other than the traced one, non-square, with batches 1, 3 and 2; and an export that
-would fix a size, or that no dynamic-size graph reproduces (Depth Anything's own 'dinov2' position resampling), is
-refused with the reason, no file written."""
+"""ONNX export of every family and task model that exports exactly (DPT, Depth Anything V2, DPT-Hybrid, UperNet,
+Mask2Former, EoMT), at its smallest variant cut to a few blocks: a dynamic batch, height and width, onnxruntime
+equal to eager PyTorch (relative error <= 1e-4: max |difference| / max |reference|, per output: a mask model's class
+and mask logits) at three sizes other than the traced one, non-square, with batches 1, 3 and 2; and an export that
+would fix a size, that runs wrong at another size, or that no dynamic-size graph reproduces (Depth Anything's own
+'dinov2' position resampling, EoMT's random masking) is refused with the reason, no file written."""
 import pytest
 import torch
 from mmengine.config import Config
@@ -14,7 +15,7 @@ pytest.importorskip('onnxscript')
 import heads
 import zoo
 from heads.export import export_onnx, exportable
-from heads.export.onnx import onnx_fixed_dims, onnx_session, run_onnx
+from heads.export.onnx import onnx_fixed_dims, onnx_session, other_size_problem, run_onnx
 from zoo.contract import Backbone, Taps
 
 from ..reference import tiny_dpt
@@ -109,11 +110,48 @@ def dpt_hybrid():
     return heads.MODELS.build(cfg)
 
 
+def upernet():
+    """The UperNet CPU config's model (ViT-Ti -> simple feature pyramid -> UPerHead + FCN auxiliary head), the ViT
+    cut to two blocks, levels and heads 16 and 8 wide: pooling to 1, 2, 3 and 6 cells of a stride-32 map of any
+    size (the traced one 3x4)."""
+    cfg = Config.fromfile('configs/upernet_vitt4_camvid_cpu.py').model
+    cfg.backbone.update(depth=2, out_indices=(0, 1))
+    cfg.neck.update(out_channels=16)
+    cfg.decode_head.update(channels=16)
+    cfg.auxiliary_head.update(channels=8)
+    return heads.MODELS.build(cfg)
+
+
+def mask2former():
+    """The Mask2Former CPU config's model, the ViT cut to two blocks, a 32-wide pixel decoder with one deformable
+    layer (grid_sample over strides 8, 16, 32) and a 32-wide masked-attention decoder with 8 queries, 3 layers."""
+    cfg = Config.fromfile('configs/mask2former_vitt4_camvid_cpu.py').model
+    cfg.backbone.update(depth=2)
+    cfg.pixel_decoder.update(channels=32, mask_channels=16, num_layers=1, num_heads=2, ffn_channels=32)
+    cfg.decoder.update(channels=32, mask_channels=16, num_queries=8, num_layers=3, num_heads=2, ffn_channels=32)
+    return heads.MODELS.build(cfg)
+
+
+def eomt(probs=(0.0, 0.0)):
+    """The EoMT CPU config's model, the ViT cut to three blocks, 8 queries joining before the last two; ``probs``
+    the masked attention's probabilities (0: annealed, plain attention as after training; 1: masked)."""
+    cfg = Config.fromfile('configs/eomt_vitt4_camvid_cpu.py').model
+    cfg.backbone.update(depth=3)
+    cfg.update(num_queries=8, num_blocks=2)
+    model = heads.MODELS.build(cfg)
+    model.set_mask_probabilities(list(probs))
+    return model
+
+
 TASKS = {
     'dpt_segmentation': lambda: heads.MODELS.build(tiny_dpt('seg')),
     'dpt_depth': lambda: heads.MODELS.build(tiny_dpt('metric')),
     'depth_anything_v2': lambda: depth_anything(pos_interp='bicubic'),  # the head's size and strips in the graph
     'dpt_hybrid': dpt_hybrid,  # BiT 'SAME' padding in the graph; stage maps entering the neck as they are
+    'upernet': upernet,  # adaptive pooling's bins in the graph; resized back without a guard on the size
+    'mask2former': mask2former,  # deformable attention's grid_sample, masked attention's thresholds in the graph
+    'eomt': eomt,  # annealed: plain attention
+    'eomt_masked': lambda: eomt((1.0, 1.0)),  # masked attention, its masks resized to the patch grid in the graph
 }
 
 
@@ -131,6 +169,14 @@ def test_the_official_dinov2_position_resampling_is_refused_with_the_reason(tmp_
     out = tmp_path / 'da.onnx'
     with pytest.raises(ValueError, match="DepthEstimator cannot be exported.*refused.*'dinov2'.*pos_interp='bicubic'"):
         export_onnx(depth_anything().eval(), out, example_size=(42, 56))
+    assert not out.exists()
+
+
+def test_eomts_random_masking_is_refused_with_the_reason(tmp_path):
+    """Probabilities between 0 and 1 mask each query at random in evaluation too: no graph reproduces the draws."""
+    out = tmp_path / 'eomt.onnx'
+    with pytest.raises(ValueError, match=r"EoMT cannot be exported.*refused.*at random.*probabilities 0"):
+        export_onnx(eomt((0.5, 0.0)).eval(), out, example_size=(48, 64))
     assert not out.exists()
 
 
@@ -165,6 +211,31 @@ class PythonSizedBackbone(Backbone):
     def forward_taps(self, x: torch.Tensor) -> Taps:
         h, w = int(x.shape[-2]) // 8, int(x.shape[-1]) // 8
         return Taps([self.conv(x).reshape(x.shape[0], 4, h, w)], None)
+
+
+class ConvBackbone(Backbone):
+    """One stride-8 conv: the smallest backbone that exports."""
+    out_indices, out_channels, out_strides, input_multiple = (0,), [4], [8], 8
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 8, stride=8)
+
+    def forward_taps(self, x: torch.Tensor) -> Taps:
+        return Taps([self.conv(x)], None)
+
+
+@pytest.mark.slow
+def test_the_second_size_check_finds_a_graph_that_differs_from_pytorch(tmp_path):
+    """export_onnx runs onnxruntime at a second size (batch 1, one multiple taller) against PyTorch: the file of
+    one model checked against another with other weights differs, against its own it does not."""
+    from heads.export import export_program
+    torch.manual_seed(0)
+    model, other = ConvBackbone().eval(), ConvBackbone().eval()
+    program = export_program(model, (32, 40))
+    path = export_onnx(model, tmp_path / 'conv.onnx', program=program)
+    assert other_size_problem(path, exportable(model), program) is None
+    assert 'at 1x3x40x40 output stride8 differs by' in other_size_problem(path, exportable(other), program)
 
 
 def test_an_export_that_would_fix_the_size_is_refused_with_the_reason(tmp_path):

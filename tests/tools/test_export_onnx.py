@@ -1,6 +1,7 @@
 """heads.export: torch.export programs and ONNX files with a dynamic input height and width, checked against eager
 PyTorch (and onnxruntime) at sizes other than the traced one; tools/export_model.py."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from heads.export import (
     export_program,
     exportable,
     min_side,
+    onnx_session,
     required_multiple,
     run_onnx,
 )
@@ -141,6 +143,25 @@ def test_cli_writes_onnx_and_checks_it(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(['--backbone', 'vit_tiny_patch16_224', '--size', '100', '128', '--out', str(out)])
     assert 'not a multiple of 32' in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_writes_a_mask_models_two_outputs(tmp_path, capsys):
+    """A config's EoMT (its ViT cut to two blocks, 4 queries) through the CLI: outputs 'class_logits' 'b q c+1' and
+    'mask_logits' 'b q h/4 w/4', checked at another size; the file's metadata names the task."""
+    from export_model import main
+
+    from heads.export import read_metadata
+    cfg = tmp_path / 'eomt_tiny.py'
+    base = Path('configs/eomt_vitt4_camvid_cpu.py').resolve()
+    cfg.write_text(f"_base_ = [{str(base)!r}]\nmodel = dict(backbone=dict(depth=2), num_queries=4, num_blocks=1)\n")
+    out = tmp_path / 'eomt.onnx'
+    assert main(['--config', str(cfg), '--check', '64', '96', '--out', str(out)]) == 0
+    assert 'check 64x96: max abs diff' in capsys.readouterr().out
+    session = onnx_session(out, threads=1)
+    assert [o.name for o in session.get_outputs()] == ['class_logits', 'mask_logits']
+    assert [o.shape for o in run_onnx(session, torch.randn(3, 3, 48, 80))] == [(3, 4, 12), (3, 4, 12, 20)]
+    assert read_metadata(out)['task'] == 'MaskClassifier'
 
 
 def test_a_long_step_reports_while_it_runs_and_when_it_fails():

@@ -1,6 +1,7 @@
 """tools/infer.py on an exported ONNX file: the same pictures and raw predictions as on the checkpoint it was
 exported from (segmentation and metric depth, whole image and --tile), preprocessing and class names read from the
-file's metadata; a file without that metadata is refused."""
+file's metadata; a file without that metadata, or of a mask-classification model (class and mask logits, whose
+post-processing is not run on ONNX files), is refused."""
 import json
 
 import cv2
@@ -36,6 +37,20 @@ def test_a_file_without_task_metadata_is_refused(tmp_path):
         infer.main([str(path), str(tmp_path), '--out', str(tmp_path / 'out')])
     with pytest.raises(FileNotFoundError, match='missing.onnx does not exist'):
         read_metadata(tmp_path / 'missing.onnx')
+
+
+def test_a_mask_classification_file_is_refused_with_the_reason(tmp_path):
+    from mmengine.config import Config
+    cfg = Config.fromfile('configs/eomt_vitt4_camvid_cpu.py').model
+    cfg.backbone.update(depth=2)
+    cfg.update(num_queries=4, num_blocks=1)
+    meta = task_metadata(heads.MODELS.build(cfg))
+    assert meta['task'] == 'MaskClassifier' and meta['model'] == 'EoMT' and meta['input_multiple'] == 16
+    assert meta['outputs'] == ['class_logits', 'mask_logits']
+    path = plain_onnx(tmp_path / 'eomt.onnx')
+    write_metadata(path, meta)
+    with pytest.raises(ValueError, match=r"eomt.onnx: this EoMT export gives class logits .* not run on ONNX files"):
+        infer.main([str(path), str(tmp_path), '--out', str(tmp_path / 'out')])
 
 
 def test_metadata_holds_the_models_preprocessing_and_the_configs_classes(tmp_path):

@@ -174,7 +174,7 @@ class SeparateInputsQKV(SeparateQKV):
 
     def forward(self, x: torch.Tensor, grid=None):
         m = self.num_queries
-        n, odd = divmod(x.shape[1] - m, 2)
+        n, odd = (x.shape[1] - m) // 2, (x.shape[1] - m) % 2  # not divmod: a traced token count is a SymInt
         if odd or n < 1:
             raise ValueError(f"SeparateInputsQKV takes 'b (m + n + n) c' tokens with m = {m} queries, got "
                              f"{x.shape[1]} tokens: pass the queries, then the keys, then as many values")
