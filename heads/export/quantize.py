@@ -6,7 +6,11 @@
   calibrate. The attention products (q k^T, attn v: both operands activations) stay float, as do the convolutions:
   onnxruntime's dynamic ``ConvInteger`` has no fast CPU kernel, so convolutions are left to :func:`quantize_static`.
 - :func:`quantize_static`: the ``Conv`` nodes (the DPT neck and head) as QDQ pairs with activation ranges calibrated
-  on real images (min-max over :class:`ImageBatches`), which onnxruntime fuses into ``QLinearConv``.
+  on real images (min-max over :class:`ImageBatches`), which onnxruntime fuses into ``QLinearConv``. On a CPU
+  without VNNI (an AVX2-only EPYC) onnxruntime's uint8 x int8 kernels add pairs of products in 16 bits
+  (``vpmaddubsw``), which saturates on per-channel weights using all 8 bits: there the weights are quantized to 7 bits
+  (``reduce_range``; a random DPT's class maps agreed with fp32 on 0.887 of one frame's pixels at 8 bits on such a
+  CPU). The choice is made where the file is made and recorded in its ``quantization`` metadata.
 
 Why onnxruntime's and not ``torch.ao.quantization.quantize_dynamic``: in torch 2.14 the latter still runs but warns
 that ``torch.ao.quantization`` is deprecated (its successor, torchao, is not installed here), its quantized modules
@@ -55,25 +59,40 @@ class ImageBatches:
         self.index = 0
 
 
-def quantize_static(source, target, batches, ops=CONV_OPS, also_dynamic=LINEAR_OPS) -> Path:
+def cpu_has_vnni() -> bool:
+    """Whether this CPU has VNNI (AVX512-VNNI or AVX-VNNI: 8-bit products summed in 32 bits), from /proc/cpuinfo
+    (False where it cannot be read)."""
+    try:
+        flags = Path('/proc/cpuinfo').read_text()
+    except OSError:
+        return False
+    return 'avx512_vnni' in flags or 'avx_vnni' in flags
+
+
+def quantize_static(source, target, batches, ops=CONV_OPS, also_dynamic=LINEAR_OPS,
+                    reduce_range: bool | None = None) -> Path:
     """Write ``target``: the ``ops`` of ``source`` (default its convolutions) statically quantized to int8 with
     activation ranges calibrated (min-max) on ``batches`` (preprocessed 'b 3 H W' arrays), then, if
-    ``also_dynamic``, those ops dynamically quantized as :func:`quantize_dynamic` does."""
+    ``also_dynamic``, those ops dynamically quantized as :func:`quantize_dynamic` does. ``reduce_range``: 7-bit
+    weights; None: where this CPU has no VNNI (module doc)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType
     from onnxruntime.quantization import quantize_static as ort_quantize_static
     source, target = Path(source), Path(target)
+    reduce_range = not cpu_has_vnni() if reduce_range is None else reduce_range
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_name(target.stem + '.static.onnx') if also_dynamic else target
     ort_quantize_static(str(source), str(staged), ImageBatches(batches), quant_format=QuantFormat.QDQ,
                         op_types_to_quantize=list(ops), activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8, per_channel=True, calibrate_method=CalibrationMethod.MinMax)
+                        weight_type=QuantType.QInt8, per_channel=True, reduce_range=reduce_range,
+                        calibrate_method=CalibrationMethod.MinMax)
     if also_dynamic:
         from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
         ort_quantize_dynamic(str(staged), str(target), op_types_to_quantize=list(also_dynamic),
                              weight_type=QuantType.QInt8)
         staged.unlink()
     _mark(source, target, {'kind': 'static int8' + (' + dynamic' if also_dynamic else ''), 'ops': list(ops),
-                           'dynamic_ops': list(also_dynamic or ()), 'calibration_batches': len(list(batches))})
+                           'dynamic_ops': list(also_dynamic or ()), 'calibration_batches': len(list(batches)),
+                           'reduce_range': reduce_range})
     return target
 
 

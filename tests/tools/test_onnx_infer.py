@@ -156,7 +156,7 @@ def test_int8_files_run_through_infer_and_stay_close(exported, tmp_path):
     the fp32 file's on most pixels (a random model's logits are close together, so int8 flips some; the trained
     models' cost is measured in docs/benchmarks/int8_cpu.md)."""
     from heads.export import OnnxTaskModel
-    from heads.export.quantize import op_counts, quantize_dynamic, quantize_static
+    from heads.export.quantize import cpu_has_vnni, op_counts, quantize_dynamic, quantize_static
     inputs = images(tmp_path, ('camvid', 'images', 'val'), ['0016E5_07959.jpg', '0016E5_07961.jpg'], (240, 180))
     fp32 = exported['seg'][2]
     model = OnnxTaskModel(fp32)
@@ -170,6 +170,8 @@ def test_int8_files_run_through_infer_and_stay_close(exported, tmp_path):
     assert op_counts(files['dynamic'])['MatMulInteger'] == 16 + 4  # 4 blocks x (qkv, proj, fc1, fc2), 4 readouts
     assert op_counts(files['static'])['QuantizeLinear'] > 0 and op_counts(files['static'])['MatMulInteger'] == 20
     infer.main([str(fp32), str(inputs), '--out', str(tmp_path / 'fp32'), '--threads', '1'])
+    # 7-bit static weights where this CPU's int8 kernels sum pairs in 16 bits (no VNNI): 8 bits saturate there
+    assert OnnxTaskModel(files['static']).metadata['quantization']['reduce_range'] == (not cpu_has_vnni())
     for name, path in files.items():
         assert OnnxTaskModel(path).metadata['quantization']['kind'].startswith(name)
         infer.main([str(path), str(inputs), '--out', str(tmp_path / name), '--threads', '1'])
