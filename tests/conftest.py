@@ -27,11 +27,8 @@ def _seed():
 #: Files whose tests train for minutes (seconds with one thread on an AVX2 EPYC, 2026-12-02): test_training 935,
 #: test_detection_training 310, test_docs_snippets 150, test_resume_after_kill 135, test_fsdp 100,
 #: test_classification 100, test_distributed 90, test_gpu_check 87; test_every_config about 165 (2026-12-02, Xeon).
-#: Every other file takes under a minute, except the ONNX ones: test_export_families (Swin 300 s and 8 task models,
-#: about 10 min on one worker of an AVX2 EPYC, 2026-12-04), test_onnx_infer and test_benchmark_deploy (2-3 min each):
-#: run last, they kept one worker busy while the other idled (whole suite 43.5 min there).
-LONG_FIRST = ('test_training.py', 'test_export_families.py', 'test_detection_training.py', 'test_every_config.py',
-              'test_onnx_infer.py', 'test_benchmark_deploy.py', 'test_docs_snippets.py',
+#: Every other file takes under a minute.
+LONG_FIRST = ('test_training.py', 'test_detection_training.py', 'test_every_config.py', 'test_docs_snippets.py',
               'test_resume_after_kill.py', 'test_fsdp.py', 'test_classification.py', 'test_distributed.py',
               'test_gpu_check.py')
 
