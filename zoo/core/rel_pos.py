@@ -20,6 +20,9 @@ import functools
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .grid import Grid
 from .layers import Mlp
@@ -91,6 +94,31 @@ def offset_resize_matrix(src: int, dst) -> torch.Tensor:
     return weights.float()
 
 
+@functools.lru_cache(maxsize=16)
+def _shrink_rows(src: int) -> list:
+    """:func:`shrink_matrices` as nested lists, computed on real tensors even while a trace runs."""
+    with unset_fake_temporarily(), disable_proxy_modes_tracing(), torch.inference_mode(False):
+        stack = torch.zeros(src // 2 + 1, src, src)
+        for k in range(src // 2 + 1):
+            stack[k, :2 * k + 1] = offset_resize_matrix(src, 2 * k + 1)
+    return stack.tolist()
+
+
+def shrink_matrices(src: int) -> torch.Tensor:
+    """'k src src': for each k in 0 .. src // 2, :func:`offset_resize_matrix` (src, 2k+1) in its first 2k+1 rows
+    (zeros below): the resampling to every odd table no larger than ``src``; a constant of a traced graph."""
+    return torch.tensor(_shrink_rows(src))
+
+
+def _resize_matrix(src: int, dst) -> torch.Tensor:
+    """:func:`offset_resize_matrix`; for a symbolic odd ``dst`` known to be at most ``src`` (a Swin window fitted to
+    a dynamic map: 2 min(side, window) - 1), read from :func:`shrink_matrices` by index in the graph instead of
+    tracing the bisection there (Swin-T's exported graph held 19 steps per axis and block)."""
+    if not isinstance(dst, int) and statically_known_true(dst <= src) and statically_known_true(dst % 2 == 1):
+        return shrink_matrices(src)[dst // 2, :dst]
+    return offset_resize_matrix(src, dst)
+
+
 def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
     """'heads H W -> heads h w' offset table resampled to ``size`` = (2h-1, 2w-1) (identity if equal: returned as it
     is, or, for a symbolic size (torch.export, dynamic torch.compile), through the identity matrices in the graph).
@@ -99,8 +127,8 @@ def resize_offset_table(table: torch.Tensor, size: Grid) -> torch.Tensor:
     concrete = all(isinstance(s, int) for s in (*table.shape[1:], *size))
     if concrete and tuple(table.shape[1:]) == tuple(size):
         return table
-    rows = offset_resize_matrix(table.shape[1], size[0]).to(table)
-    cols = offset_resize_matrix(table.shape[2], size[1]).to(table)
+    rows = _resize_matrix(table.shape[1], size[0]).to(table)
+    cols = _resize_matrix(table.shape[2], size[1]).to(table)
     return rows @ table @ cols.T
 
 
