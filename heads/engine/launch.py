@@ -1,6 +1,7 @@
 """Turning command-line choices into an mmengine config: paths, resume, autocast, distributed on CPU."""
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -66,11 +67,16 @@ FSDP_WRAPPER = 'FullyShardedModel'
 
 
 def end_launch() -> None:
-    """Leave the process group a distributed run joined (torch asks for it before exit: a rank exiting with gloo's
-    threads still running aborted once here, 'terminate called without an active exception', after a finished
-    run). Nothing when the run was not distributed."""
+    """Leave the process group a distributed run joined, and join gloo's threads before the interpreter exits.
+
+    destroy_process_group alone leaves gloo's threads running: the runner's DDP wrapper sits in reference cycles
+    that keep the group object alive until a garbage collection, which at exit may never come before C++ tears
+    the threads down unjoined ('terminate called without an active exception', SIGABRT after a finished run;
+    1 run in 6 on a loaded 2-core AVX-512 EPYC, 2026-12-05). Collecting here ends them. Nothing when the run was
+    not distributed."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+        gc.collect()
 
 
 def setup_launcher(cfg: Config, launcher: str, strategy: str = 'ddp') -> None:
