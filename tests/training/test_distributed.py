@@ -55,10 +55,13 @@ custom_hooks = [dict(type='SafeCheckpointHook')]
 
 def run(*args, nproc: int = 1):
     """``python ARGS``, or ``torchrun --standalone --nproc_per_node NPROC ARGS`` (a free port of its own), in the
-    repo root with one thread per process (two processes on two cores)."""
+    repo root with one thread per process (two processes on two cores). The convolution weight-gradient kernel is
+    fixed (the shifted GEMMs): each launch would otherwise time the two kernels itself, and runs whose timings
+    land on either side of the margin sum in other orders (zoo.runtime.conv_grad; 1.5e-5 in the weights)."""
     launch = ['-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={nproc}'] if nproc > 1 else []
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'ZOO_CONV_WEIGHT_GRAD': 'gemm'}
     done = subprocess.run([sys.executable, *launch, *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+                          timeout=300, env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done
 
