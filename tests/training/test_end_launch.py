@@ -1,6 +1,6 @@
 """end_launch leaves no gloo thread behind: a rank whose process group outlives the interpreter's last Python
 frame (held by a reference cycle, as the runner's DDP wrapper is) aborts at exit with 'terminate called without
-an active exception' (SIGABRT after a finished run: 4 failed tests of CI on an AVX-512 EPYC, 2026-12-05)."""
+an active exception' (SIGABRT after a finished run: CI's failed DDP test on an AVX-512 EPYC, 2026-12-05)."""
 import subprocess
 import sys
 from pathlib import Path
