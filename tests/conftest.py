@@ -1,7 +1,8 @@
 """Test-wide set-up: the tools are importable as modules (``import train``), every test starts from seed 0,
 each of pytest-xdist's worker processes computes with its share of the cores (two workers with all cores each
 would run twice as many threads as cores, which slows both far more than 2x), and the files of long runs are
-collected first so that the workers start on them and fill in with short files (longest first balances them)."""
+collected first so that the workers start on them and fill in with short files (longest first balances them),
+and the controller writes yapf's grammar cache before it starts the workers (see ``pytest_configure``)."""
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,17 @@ if WORKERS > 1:
     torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
+
+
+def pytest_configure(config):
+    """In pytest-xdist's controller, before it starts the workers: import mmengine, whose config module imports yapf,
+    which on its first import in a fresh environment writes its grammar tables to a pickle in the user's cache
+    (~/.cache/YAPF/<version>/). yapf renames the pickle into place before closing it, so a second process importing
+    yapf at that moment reads an empty file: CI's fresh venv, two workers collecting at once, failed so with
+    'EOFError: Ran out of input' in tests/backbones/test_clip.py (2026-12-05). Once the controller has written the
+    cache, the workers only read it."""
+    if not hasattr(config, 'workerinput'):  # workers carry ``workerinput``; the controller and ``-n 0`` do not
+        import mmengine  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
