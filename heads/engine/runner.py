@@ -14,6 +14,8 @@
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
   ``.safetensors`` weights for ``load_from``.
+- Two runs of one config starting within one second in one process each log into their own work dir
+  (:mod:`heads.engine.console.run_stamp`), not into the first one's.
 - ``load_from`` reads this project's checkpoints and mmseg's DPT ones (:mod:`heads.layouts.mmseg`).
 - ``load_from`` must fit the model, as in ``tools/test.py``: otherwise :class:`CheckpointMismatchError` names the
   keys. ``load_from_partial=True`` in the config loads the tensors that fit and logs the rest.
@@ -53,6 +55,7 @@ from .checkpoints.resume_search import (
 from .config.class_count import more_classes_message
 from .config.values import check_train_length
 from .console.essentials import show_essentials_on_console
+from .console.run_stamp import unique_stamp
 from .distributed.effective_batch import apply_effective_batch, world_size_of
 from .distributed.fsdp import OptimizerStateMismatchError, gather_full, is_fully_sharded
 from .switches.compile import compile_from_config
@@ -95,6 +98,10 @@ class ZooRunner(Runner):
         if note:
             runner.logger.info(note)
         return runner
+
+    def setup_env(self, env_cfg) -> None:
+        super().setup_env(env_cfg)
+        self._timestamp = unique_stamp(self._timestamp)  # before mmengine names the run's instances by it
 
     def build_logger(self, *args, **kwargs):
         logger = super().build_logger(*args, **kwargs)
