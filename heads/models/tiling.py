@@ -2,7 +2,9 @@
 
 ``tiled_inference(predict, x, tile, overlap, align=...)`` runs ``predict`` on one tile at a time and adds each
 tile's output, weighted, into image-sized sums, so the model's memory is that of one tile whatever the image size
-(the input 'b c H W', the weighted sum 'b k H W' and the weight sum '1 1 H W' are image-sized, nothing else).
+(the input 'b c H W', the weighted sum 'b k H W' and the weight sum '1 1 H W' are image-sized, nothing else). It
+runs without autograd, whether or not the caller has turned it off: a graph kept through the tiles would hold every
+tile's activations (for gradients, call ``predict`` on the image itself).
 
 Tiles: along each axis :func:`tile_starts` spreads ``n = ceil((size - overlap) / (tile - overlap))`` tiles evenly
 from 0 to ``size - tile``, so neighbours overlap by at least ``overlap`` pixels (an axis shorter than the tile gets
@@ -88,6 +90,7 @@ def align_to(out: torch.Tensor, blended: torch.Tensor, shared: torch.Tensor) -> 
     return aligned
 
 
+@torch.no_grad()
 def tiled_inference(predict: Predict, x: torch.Tensor, tile: tuple[int, int], overlap: int | tuple[int, int],
                     align: bool = False, ramp: str = 'linear') -> torch.Tensor:
     """``predict`` 'b c h w -> b k h w' over overlapping tiles of ``x`` 'b c H W', blended: 'b k H W' (float32, or
