@@ -70,6 +70,11 @@ class SimpleFeaturePyramid(nn.Module):
                 raise ValueError(f"SimpleFeaturePyramid resamples by powers of two in [1/4, 8] from stride "
                                  f"{self.grid_stride} (the input's stride {stride} regridded); to {target} is "
                                  f"x{factor}: choose out_strides among {choices}")
+            if factor > 1 and channels // round(factor) < 1:
+                raise ValueError(f"SimpleFeaturePyramid halves the channels at each x2 upsampling: from {channels} "
+                                 f"channels at stride {self.grid_stride}, stride {target} (x{factor:g}) would have "
+                                 f"0; give it a map of at least {round(factor)} channels or leave stride "
+                                 f"{target} out of out_strides")
             resample, width = rescaler(channels, factor)
             self.levels.append(nn.Sequential(resample, conv_ln(width, out_channels, 1),
                                              conv_ln(out_channels, out_channels, 3)))

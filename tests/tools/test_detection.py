@@ -71,7 +71,7 @@ def test_a_patch_14_map_is_regridded_to_stride_16_with_its_pixel_centres_in_plac
     """Cell j of a stride-14 map is centred on image pixel 14 (j + 1/2); filled with that position (a linear
     function, which bilinear resampling keeps exactly between the outermost centres), cell i of the regridded map
     holds 16 (i + 1/2), its own centre. 16 cells of stride 14 cover 224 pixels = 14 cells of stride 16."""
-    pyramid = SimpleFeaturePyramid([2], [14], out_channels=8)
+    pyramid = SimpleFeaturePyramid([2], [14], out_channels=8, out_strides=(16, 32))
     assert (pyramid.in_stride, pyramid.grid_stride) == (14, 16)
     ys, xs = torch.meshgrid(14 * (torch.arange(16.0) + 0.5), 14 * (torch.arange(12.0) + 0.5), indexing='ij')
     regridded = pyramid.regrid(torch.stack([ys, xs])[None])
@@ -80,6 +80,14 @@ def test_a_patch_14_map_is_regridded_to_stride_16_with_its_pixel_centres_in_plac
     inside = (centres > 7) & (centres < 14 * 15.5)  # between the first and last input centres (no clamping)
     torch.testing.assert_close(regridded[0, 0, inside, 0], centres[inside])
     torch.testing.assert_close(regridded[0, 1, 0, 1:-1], centres[1:9])
+
+
+def test_a_map_too_narrow_for_the_finest_level_is_refused_naming_the_stride():
+    """Two halvings from stride 16 to 4 leave 2 // 4 = 0 channels: a level of zero width would be a constant."""
+    with pytest.raises(ValueError, match=r"from 2 channels at stride 16, stride 4 \(x4\) would have 0; give it a "
+                                         r"map of at least 4 channels or leave stride 4 out of out_strides"):
+        SimpleFeaturePyramid([2], [16], out_channels=8)
+    assert SimpleFeaturePyramid([4], [16], out_channels=8).out_strides == [4, 8, 16, 32, 64]
 
 
 def test_a_patch_14_pyramid_pads_the_input_and_crops_every_level_back():
