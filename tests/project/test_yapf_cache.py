@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 
 CONFIGURE = f'''
@@ -16,6 +18,7 @@ conftest.pytest_configure(types.SimpleNamespace())  # the controller's config: n
 '''
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and mmengine: ~1.7 s
 def test_the_controller_writes_yapfs_grammar_cache_before_the_workers_start(tmp_path):
     env = {**os.environ, 'XDG_CACHE_HOME': str(tmp_path)}  # an empty cache, as in a fresh environment
     subprocess.run([sys.executable, '-c', CONFIGURE], env=env, check=True, timeout=300)
