@@ -8,8 +8,9 @@ r"""int8 for the CPU: quantize an exported ONNX task model, and measure what it 
 --static N also quantizes the convolutions statically, their activation ranges calibrated on the first N images of
 the config's training set (needs --config). With --config, the config's test set is evaluated with its own
 evaluator for the checkpoint (PyTorch, if --checkpoint), the fp32 file and the int8 file, through the same
-pre- and post-processing (heads.export.OnnxTaskModel). --benchmark B [B ...] times onnxruntime fp32 and int8 in
-this process at those batch sizes (paired rounds, median), on the config's prediction size or --size.
+pre- and post-processing (heads.export.load_onnx_model: a dense model or a mask model). --benchmark B [B ...] times
+onnxruntime fp32 and int8 in this process at those batch sizes (paired rounds, median), on the config's prediction
+size or --size.
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     if (args.static or args.checkpoint or args.limit) and not args.config:
         build_parser().error('--static, --checkpoint and --limit need --config')
-    from heads.export import OnnxTaskModel, read_metadata
+    from heads.export import load_onnx_model, read_metadata
     from heads.export.quantize import op_counts, quantize_dynamic, quantize_static
     meta = read_metadata(args.model)
     cfg = None
@@ -129,7 +130,7 @@ def main(argv=None) -> dict:
         if args.checkpoint:
             from heads import Predictor
             models['pytorch fp32'] = Predictor(cfg, args.checkpoint).model
-        models.update({name: OnnxTaskModel(path, args.threads) for name, path in files.items()})
+        models.update({name: load_onnx_model(path, args.threads) for name, path in files.items()})
         for name, model in models.items():
             start = time.perf_counter()
             metrics = evaluate(model, cfg, args.limit)

@@ -1,13 +1,17 @@
-"""An exported DPT task model run through onnxruntime with the checkpoint's own pre- and post-processing.
+"""An exported task model run through onnxruntime with the checkpoint's own pre- and post-processing.
 
-:class:`OnnxTaskModel` stands where the PyTorch task model stands in ``heads.Predictor`` and in an evaluation loop:
+:class:`OnnxTaskModel` (DPT, UperNet: one dense output) and :class:`OnnxMaskModel` (Mask2Former, EoMT: class and
+mask logits) stand where the PyTorch task model stands in ``heads.Predictor`` and in an evaluation loop:
 ``model.data_preprocessor(data)`` (the same :class:`heads.models.preprocessor.DensePreprocessor`, built from the
 file's metadata, :mod:`heads.export.metadata`) then ``model(inputs, data_samples, mode='predict')``. The prediction
-runs the task model's own code (:meth:`DenseModel.inference`: whole image, sliding window, tiles, flip;
-:meth:`DenseModel.predict`: crop of the padding, resize to the original size; the task's ``store_prediction``); only
-the network, 'b 3 H W' -> the output at the input size (``mode='tensor'``), is the ONNX graph.
+runs the task model's own code: for a dense model :meth:`DenseModel.inference` (whole image, sliding window, tiles,
+flip), :meth:`DenseModel.predict` (crop of the padding, resize to the original size) and the task's
+``store_prediction``; for a mask model :meth:`MaskClassificationModel.predict` (semantic, instance and panoptic
+results by the file's ``test_cfg``, sliding window for semantic ones). Only the network is the ONNX graph: 'b 3 H W'
+-> the output at the input size (``mode='tensor'``), or the class and mask logits.
 
-:class:`OnnxPredictor` is :class:`heads.Predictor` for such a file: the same call, the same resize.
+:func:`load_onnx_model` opens either kind by the file's ``task``; :class:`OnnxPredictor` is :class:`heads.Predictor`
+for such a file: the same call, the same resize.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import torch
 
 from ..models.dense_model import DenseModel
 from ..models.depth_estimator import DepthEstimator
+from ..models.mask_classifier import MaskClassificationModel, mask_test_cfg
 from ..models.predictor import Predictor
 from ..models.preprocessor import DensePreprocessor
 from ..models.segmentor import Segmentor
@@ -26,11 +31,51 @@ from .metadata import read_metadata
 from .onnx import onnx_session
 
 TASKS = {'Segmentor': Segmentor, 'DepthEstimator': DepthEstimator}
+MASK_TASK = 'MaskClassifier'
 
 
-class OnnxTaskModel:
-    """``OnnxTaskModel(path, threads=None, test_cfg=None)``: the ONNX file ``path`` (written by
-    :func:`heads.export.export_onnx` from a task model, so carrying its metadata) as a task model for prediction.
+class OnnxModel:
+    """What both kinds share: the file's metadata, the preprocessor built from it, the onnxruntime session (CPU,
+    ``threads`` intra-op threads), the class names and palette, and the task model's call modes."""
+
+    def __init__(self, path, threads: int | None = None):
+        self.path = Path(path)
+        self.metadata = meta = read_metadata(self.path)
+        self.relative = bool(meta.get('relative', False))
+        self.input_multiple = int(meta['input_multiple'])
+        pre = dict(meta['preprocessor'])
+        pre['size_divisor'] = math.lcm(int(pre['size_divisor']), self.input_multiple)
+        self.data_preprocessor = DensePreprocessor(**pre).eval()
+        self.session = onnx_session(self.path, threads)
+        self.input_name = self.session.get_inputs()[0].name
+        self.classes = list(meta.get('classes') or [])
+        self.palette = meta.get('palette')
+        self.predict_scale = tuple(meta['predict_scale']) if meta.get('predict_scale') else None
+
+    def run(self, inputs: torch.Tensor, names: list[str]) -> list[torch.Tensor]:
+        """The graph's outputs ``names`` for 'b 3 H W' inputs (float32 on the CPU)."""
+        x = np.ascontiguousarray(inputs.detach().float().cpu().numpy())
+        return [torch.from_numpy(out) for out in self.session.run(names, {self.input_name: x})]
+
+    def __call__(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
+        if mode == 'tensor':
+            return self.tensor(inputs)
+        if mode == 'predict':
+            return self.predict(inputs, data_samples)
+        raise ValueError(f"an ONNX task model runs mode 'tensor' or 'predict', got {mode!r}")
+
+    def eval(self):
+        return self
+
+    def to(self, device):
+        if torch.device(device).type != 'cpu':
+            raise ValueError(f"ONNX models run on onnxruntime's CPU provider here; got device {device!r}: use 'cpu'")
+        return self
+
+
+class OnnxTaskModel(OnnxModel):
+    """``OnnxTaskModel(path, threads=None, test_cfg=None)``: the ONNX file ``path`` of a dense task model (written by
+    :func:`heads.export.export_onnx`, so carrying its metadata) as a task model for prediction.
 
     ``test_cfg`` entries override the file's (e.g. ``mode='tile'``, ``crop_size``, ``overlap``). ``threads``:
     onnxruntime's intra-op threads. Images are padded to multiples of the preprocessor's ``size_divisor`` and of
@@ -46,18 +91,16 @@ class OnnxTaskModel:
     resizes_padding = DenseModel.resizes_padding
 
     def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None):
-        self.path = Path(path)
-        self.metadata = meta = read_metadata(self.path)
-        if meta['task'] == 'MaskClassifier':
-            raise ValueError(f"{self.path}: this {meta.get('model', 'mask-classification')} export gives class logits "
-                             f"'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}); their semantic, "
-                             f"instance and panoptic post-processing is not in the ONNX graph and is not run on ONNX "
-                             f"files yet: run the checkpoint in PyTorch, or the graph with heads.export.run_onnx")
+        meta = read_metadata(path)
+        if meta['task'] == MASK_TASK:
+            raise ValueError(f"{path}: this {meta.get('model', 'mask-classification')} export gives class logits "
+                             f"'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}), not one dense "
+                             f"output: open it with heads.export.OnnxMaskModel or load_onnx_model")
         if meta['task'] not in TASKS:
-            raise ValueError(f"{self.path}: task {meta['task']!r} in its metadata is not one of {sorted(TASKS)}")
+            raise ValueError(f"{path}: task {meta['task']!r} in its metadata is not one of "
+                             f"{sorted([*TASKS, MASK_TASK])}")
+        super().__init__(path, threads)
         self.task = TASKS[meta['task']]
-        self.relative = bool(meta.get('relative', False))
-        self.input_multiple = int(meta['input_multiple'])
         self.test_cfg = {**meta['test_cfg'], **(test_cfg or {})}
         if self.test_cfg['mode'] == 'tile':
             self.check_tile_cfg()
@@ -65,21 +108,13 @@ class OnnxTaskModel:
             raise ValueError(f"{self.path}: test_cfg padding='resize' resizes the head's own-resolution output, which "
                              f"the ONNX graph does not give (it outputs at the input size); export a model with "
                              f"padding='crop' or predict with --tile")
-        pre = dict(meta['preprocessor'])
-        pre['size_divisor'] = math.lcm(int(pre['size_divisor']), self.input_multiple)
-        self.data_preprocessor = DensePreprocessor(**pre).eval()
-        self.session = onnx_session(self.path, threads)
-        self.input_name = self.session.get_inputs()[0].name
         self.output_name = meta['output']
-        self.classes = list(meta.get('classes') or [])
-        self.palette = meta.get('palette')
-        self.predict_scale = tuple(meta['predict_scale']) if meta.get('predict_scale') else None
 
     def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:
         """The graph's output at the input size: 'b 3 H W' -> 'b k H W' (float32 on the CPU)."""
-        x = np.ascontiguousarray(inputs.detach().float().cpu().numpy())
-        (out,) = self.session.run([self.output_name], {self.input_name: x})
-        return torch.from_numpy(out)
+        return self.run(inputs, [self.output_name])[0]
+
+    tensor = predict_tensor
 
     def head_output(self, inputs: torch.Tensor) -> torch.Tensor:
         raise ValueError('the ONNX graph gives the output at the input size only (padding="resize" is refused)')
@@ -87,30 +122,55 @@ class OnnxTaskModel:
     def store_prediction(self, sample, output: torch.Tensor) -> None:
         self.task.store_prediction(self, sample, output)
 
-    def __call__(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
-        if mode == 'tensor':
-            return self.predict_tensor(inputs)
-        if mode == 'predict':
-            return self.predict(inputs, data_samples)
-        raise ValueError(f"an ONNX task model runs mode 'tensor' or 'predict', got {mode!r}")
 
-    def eval(self) -> OnnxTaskModel:
-        return self
+class OnnxMaskModel(OnnxModel):
+    """``OnnxMaskModel(path, threads=None, test_cfg=None)``: the ONNX file ``path`` of a mask-classification model
+    (Mask2Former, EoMT; outputs ``class_logits`` 'b q c+1' and ``mask_logits`` 'b q h w') as a task model for
+    prediction: semantic, instance and panoptic results by the file's ``test_cfg`` (``test_cfg`` entries override
+    it, checked as the model checks its own), post-processed by the model's own code. Padding as
+    :class:`OnnxTaskModel`'s.
+    """
 
-    def to(self, device) -> OnnxTaskModel:
-        if torch.device(device).type != 'cpu':
-            raise ValueError(f"ONNX models run on onnxruntime's CPU provider here; got device {device!r}: use 'cpu'")
-        return self
+    # the model's own prediction code, run on this object (it reads test_cfg and forward_logits)
+    predict = MaskClassificationModel.predict
+    semantic_inference = MaskClassificationModel.semantic_inference
+    store_predictions = MaskClassificationModel.store_predictions
+    store_semantic = staticmethod(MaskClassificationModel.store_semantic)
+
+    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None):
+        meta = read_metadata(path)
+        if meta['task'] != MASK_TASK:
+            raise ValueError(f"{path}: task {meta['task']!r} is not a mask-classification model's; open it with "
+                             f"heads.export.OnnxTaskModel or load_onnx_model")
+        super().__init__(path, threads)
+        self.num_classes = int(meta['num_classes'])
+        self.output_names = list(meta['outputs'])
+        self.test_cfg = mask_test_cfg({**meta['test_cfg'], **(test_cfg or {})}, self.num_classes)
+
+    def forward_logits(self, inputs: torch.Tensor):
+        """'b 3 H W' -> (class_logits 'b q c+1', mask_logits 'b q h w', no auxiliary layers)."""
+        class_logits, mask_logits = self.run(inputs, self.output_names)
+        return class_logits, mask_logits, []
+
+    def tensor(self, inputs: torch.Tensor):
+        return self.forward_logits(inputs)[:2]
+
+
+def load_onnx_model(path, threads: int | None = None, test_cfg: dict | None = None) -> OnnxModel:
+    """The ONNX file ``path`` as the task model its metadata names: :class:`OnnxMaskModel` for Mask2Former and
+    EoMT, :class:`OnnxTaskModel` for the dense ones."""
+    kind = OnnxMaskModel if read_metadata(path)['task'] == MASK_TASK else OnnxTaskModel
+    return kind(path, threads, test_cfg)
 
 
 class OnnxPredictor(Predictor):
     """:class:`heads.Predictor` for an exported ONNX file: ``OnnxPredictor(path, tile=None, overlap=64,
-    threads=None)(image)`` -> a label map or a depth map at the image's size, resized first by the file's
-    ``predict_scale`` (none with ``tile``), as the checkpoint's Predictor does."""
+    threads=None)(image)`` -> a label map (or a mask model's panoptic map) or a depth map at the image's size,
+    resized first by the file's ``predict_scale`` (none with ``tile``), as the checkpoint's Predictor does."""
 
     def __init__(self, path, device: str = 'cpu', tile=None, overlap: int = 64, threads: int | None = None):
         test_cfg = None if tile is None else {'mode': 'tile', 'crop_size': tuple(tile), 'overlap': overlap}
-        self.model = OnnxTaskModel(path, threads, test_cfg).to(device)
+        self.model = load_onnx_model(path, threads, test_cfg).to(device)
         self.kernel_policy = None
         self.device = device
         self.scale = None if tile is not None else self.model.predict_scale

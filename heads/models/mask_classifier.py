@@ -66,6 +66,31 @@ def pad_masks(masks: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return torch.nn.functional.pad(masks, (0, size[1] - w, 0, size[0] - h))
 
 
+def mask_test_cfg(test_cfg: dict | None, num_classes: int) -> dict:
+    """``test_cfg`` of a mask-classification model with its defaults filled in and checked (see
+    :class:`MaskClassificationModel`); also what an exported model's file is run with (heads.export)."""
+    cfg = {'mode': 'whole', 'tasks': ('semantic',), 'top_k': None, 'score_threshold': 0.0, 'object_threshold': 0.8,
+           'mask_threshold': 0.5, 'overlap_threshold': 0.8, 'stuff_classes': (), **(test_cfg or {})}
+    tasks = cfg['tasks']
+    tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
+    if not tasks or any(task not in TASKS for task in tasks):
+        raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {cfg['tasks']!r}")
+    cfg['tasks'] = tasks
+    for key in ('stuff_classes', 'crop_size', 'stride'):  # tuples, also when read from JSON (an export's file)
+        if cfg.get(key) is not None:
+            cfg[key] = tuple(cfg[key])
+    if 'panoptic' in tasks and not 0 < num_classes < INSTANCE_OFFSET:
+        raise ValueError(f"panoptic maps pack label + instance * {INSTANCE_OFFSET}, so num_classes must be below "
+                         f"{INSTANCE_OFFSET}, got {num_classes}")
+    if cfg['mode'] not in ('whole', 'slide'):
+        raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {cfg['mode']!r}")
+    if cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in cfg or 'stride' not in cfg):
+        raise ValueError(f"test_cfg mode='slide' gives semantic results only and needs crop_size and stride, "
+                         f"e.g. dict(mode='slide', tasks=('semantic',), crop_size=(512, 512), stride=(341, 341)); "
+                         f"got {cfg}")
+    return cfg
+
+
 class MaskClassificationModel(TaskModel):
     """Base of the mask-classification models (module docstring). ``loss``: the loss config (type
     ``MaskClassificationLoss`` by default; ``num_classes`` filled in). ``test_cfg``: ``tasks`` (any of 'semantic',
@@ -80,24 +105,7 @@ class MaskClassificationModel(TaskModel):
                          init_cfg=init_cfg)
         self.num_classes = num_classes
         self.criterion = build({'type': 'MaskClassificationLoss', 'num_classes': num_classes, **(loss or {})})
-        self.test_cfg = {'mode': 'whole', 'tasks': ('semantic',), 'top_k': None, 'score_threshold': 0.0,
-                         'object_threshold': 0.8, 'mask_threshold': 0.5, 'overlap_threshold': 0.8, 'stuff_classes': (),
-                         **(test_cfg or {})}
-        tasks = self.test_cfg['tasks']
-        tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-        if not tasks or any(task not in TASKS for task in tasks):
-            raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {self.test_cfg['tasks']!r}")
-        self.test_cfg['tasks'] = tasks
-        if 'panoptic' in tasks and not 0 < num_classes < INSTANCE_OFFSET:
-            raise ValueError(f"panoptic maps pack label + instance * {INSTANCE_OFFSET}, so num_classes must be below "
-                             f"{INSTANCE_OFFSET}, got {num_classes}")
-        if self.test_cfg['mode'] not in ('whole', 'slide'):
-            raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {self.test_cfg['mode']!r}")
-        if self.test_cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in self.test_cfg
-                                                 or 'stride' not in self.test_cfg):
-            raise ValueError(f"test_cfg mode='slide' gives semantic results only and needs crop_size and stride, "
-                             f"e.g. dict(mode='slide', tasks=('semantic',), crop_size=(512, 512), stride=(341, 341)); "
-                             f"got {self.test_cfg}")
+        self.test_cfg = mask_test_cfg(test_cfg, num_classes)
 
     @abstractmethod
     def forward_logits(self, inputs: torch.Tensor):

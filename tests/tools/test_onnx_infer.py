@@ -1,7 +1,7 @@
 """tools/infer.py on an exported ONNX file: the same pictures and raw predictions as on the checkpoint it was
-exported from (segmentation and metric depth, whole image and --tile), preprocessing and class names read from the
-file's metadata; a file without that metadata, or of a mask-classification model (class and mask logits, whose
-post-processing is not run on ONNX files), is refused."""
+exported from (segmentation and metric depth, whole image and --tile; a mask-classification model's semantic,
+instance and panoptic results from its class and mask logits), preprocessing and class names read from the file's
+metadata; a file without that metadata is refused."""
 import json
 
 import cv2
@@ -39,18 +39,27 @@ def test_a_file_without_task_metadata_is_refused(tmp_path):
         read_metadata(tmp_path / 'missing.onnx')
 
 
-def test_a_mask_classification_file_is_refused_with_the_reason(tmp_path):
+def test_each_kind_of_file_opens_as_its_own_model_and_only_as_it(tmp_path):
     from mmengine.config import Config
+
+    from heads.export import OnnxMaskModel, OnnxTaskModel, load_onnx_model
     cfg = Config.fromfile('configs/eomt_vitt4_camvid_cpu.py').model
     cfg.backbone.update(depth=2)
     cfg.update(num_queries=4, num_blocks=1)
     meta = task_metadata(heads.MODELS.build(cfg))
     assert meta['task'] == 'MaskClassifier' and meta['model'] == 'EoMT' and meta['input_multiple'] == 16
-    assert meta['outputs'] == ['class_logits', 'mask_logits']
-    path = plain_onnx(tmp_path / 'eomt.onnx')
-    write_metadata(path, meta)
-    with pytest.raises(ValueError, match=r"eomt.onnx: this EoMT export gives class logits .* not run on ONNX files"):
-        infer.main([str(path), str(tmp_path), '--out', str(tmp_path / 'out')])
+    assert meta['outputs'] == ['class_logits', 'mask_logits'] and meta['num_classes'] == 11
+    mask_file = plain_onnx(tmp_path / 'eomt.onnx')
+    write_metadata(mask_file, meta)
+    dense_file = plain_onnx(tmp_path / 'dpt.onnx')
+    write_metadata(dense_file, task_metadata(heads.MODELS.build(tiny_dpt('seg'))))
+    assert type(load_onnx_model(mask_file)) is OnnxMaskModel and type(load_onnx_model(dense_file)) is OnnxTaskModel
+    with pytest.raises(ValueError, match=r"eomt.onnx: this EoMT export gives class logits .*OnnxMaskModel"):
+        OnnxTaskModel(mask_file)
+    with pytest.raises(ValueError, match=r"dpt.onnx: task 'Segmentor' is not a mask-classification model's"):
+        OnnxMaskModel(dense_file)
+    with pytest.raises(ValueError, match=r"test_cfg mode must be 'whole' or 'slide', got 'tile'"):
+        infer.main([str(mask_file), str(tmp_path), '--out', str(tmp_path / 'out'), '--tile', '64', '64'])
 
 
 def test_metadata_holds_the_models_preprocessing_and_the_configs_classes(tmp_path):
@@ -180,3 +189,93 @@ def test_int8_files_run_through_infer_and_stay_close(exported, tmp_path):
                                              cv2.IMREAD_UNCHANGED)
             agree = (read('fp32') == read(name)).mean()
             assert agree >= 0.9, (name, image.stem, agree)
+
+
+@pytest.fixture(scope='module')
+def exported_eomt(tmp_path_factory):
+    """(config, checkpoint, onnx file) of a random EoMT (the CamVid CPU config's, its ViT cut to two blocks, 8
+    queries), exported with tools/export_model.py."""
+    from pathlib import Path
+
+    from export_model import main as export
+    root = tmp_path_factory.mktemp('onnx_infer_eomt')
+    config = root / 'eomt_tiny.py'
+    base = Path('configs/eomt_vitt4_camvid_cpu.py').resolve()
+    config.write_text(f"_base_ = [{str(base)!r}]\nmodel = dict(backbone=dict(depth=2), num_queries=8, num_blocks=1)\n")
+    from mmengine.config import Config
+    torch.manual_seed(0)
+    model = heads.MODELS.build(Config.fromfile(str(config)).model)
+    torch.save({'state_dict': model.state_dict()}, root / 'eomt.pth')
+    out = root / 'eomt.onnx'
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert export(['--config', str(config), '--checkpoint', str(root / 'eomt.pth'), '--out', str(out)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return config, root / 'eomt.pth', out
+
+
+@pytest.mark.slow
+def test_a_mask_models_onnx_draws_what_its_checkpoint_draws(exported_eomt, tmp_path):
+    """EoMT's semantic results through infer.py: two CamVid frames (resized to the config's predict_scale and back),
+    the class maps agree on at least 99.9% of the pixels and the pictures by at most 1 grey level on average; the
+    maps are not one class (the comparison is not of two constants)."""
+    inputs = images(tmp_path, ('camvid', 'images', 'val'), ['0016E5_07959.jpg', '0016E5_07961.jpg'], (240, 180))
+    config, checkpoint, onnx_file = exported_eomt
+    infer.main([str(config), str(checkpoint), str(inputs), '--out', str(tmp_path / 'pt')])
+    infer.main([str(onnx_file), str(inputs), '--out', str(tmp_path / 'onnx'), '--threads', '1'])
+    for image in sorted(inputs.iterdir()):
+        read = lambda folder, name: cv2.imread(str(tmp_path / folder / name), cv2.IMREAD_UNCHANGED)  # noqa: E731
+        pt_raw, onnx_raw = (read(f, f'{image.stem}_pred.png') for f in ('pt', 'onnx'))
+        assert pt_raw.shape == onnx_raw.shape == (180, 240) and onnx_raw.dtype == np.uint8, image.stem
+        assert len(np.unique(pt_raw)) > 1, 'a random EoMT that predicts one class everywhere tests nothing here'
+        assert (pt_raw == onnx_raw).mean() >= 0.999, image.stem
+        pt_picture, onnx_picture = (read(f, f'{image.stem}.png') for f in ('pt', 'onnx'))
+        assert pt_picture.shape == onnx_picture.shape, image.stem  # the same legend: the same classes present
+        assert np.abs(pt_picture.astype(int) - onnx_picture).mean() <= 1.0, image.stem
+
+
+@pytest.mark.slow
+def test_a_mask_models_onnx_gives_its_instances_and_panoptic_map(exported_eomt):
+    """Semantic, instance and panoptic results at once (test_cfg overriding the file's, as the checkpoint's model
+    is built with it), a batch of two CamVid frames of the preprocessor's making: the same class scores (1e-4),
+    instance labels, scores and masks, and the same panoptic map and segments as the PyTorch model's."""
+    from mmengine.config import Config
+    from mmengine.structures import BaseDataElement
+
+    from heads.export import OnnxMaskModel
+    from heads.models.task_checkpoint import load_task_checkpoint
+    config, checkpoint, onnx_file = exported_eomt
+    test_cfg = dict(tasks=('semantic', 'instance', 'panoptic'), top_k=5, object_threshold=0.0)
+    cfg = Config.fromfile(str(config)).model
+    cfg.test_cfg = test_cfg
+    torch_model = heads.MODELS.build(cfg).eval()
+    load_task_checkpoint(torch_model, checkpoint)
+    onnx_model = OnnxMaskModel(onnx_file, threads=1, test_cfg=test_cfg)
+    assert onnx_model.test_cfg == torch_model.test_cfg
+    frames = [cv2.imread(str(shared_data('camvid', 'images', 'val', n)))[:, :, ::-1]
+              for n in ('0016E5_07959.jpg', '0016E5_07961.jpg')]
+    frames = [cv2.resize(f, (120, 90), interpolation=cv2.INTER_AREA) for f in frames]  # 90 rows: padded to 96
+
+    def predict(model):
+        samples = [BaseDataElement(metainfo={'ori_shape': f.shape[:2], 'img_shape': f.shape[:2]}) for f in frames]
+        data = {'inputs': [torch.from_numpy(f.transpose(2, 0, 1).copy()) for f in frames], 'data_samples': samples}
+        data = model.data_preprocessor(data, False)
+        assert tuple(data['inputs'].shape[-2:]) == (96, 128)
+        with torch.no_grad():
+            return model(data['inputs'], data['data_samples'], mode='predict')
+
+    for pt, ox in zip(predict(torch_model), predict(onnx_model)):
+        torch.testing.assert_close(ox.seg_logits.data, pt.seg_logits.data, rtol=1e-4, atol=1e-5)
+        assert ox.pred_sem_seg.data.shape == (1, 90, 120)
+        assert (ox.pred_sem_seg.data == pt.pred_sem_seg.data).float().mean() >= 0.999
+        assert len(pt.pred_instances) == 5
+        assert torch.equal(ox.pred_instances.labels, pt.pred_instances.labels)
+        torch.testing.assert_close(ox.pred_instances.scores, pt.pred_instances.scores, rtol=1e-4, atol=1e-6)
+        assert (ox.pred_instances.masks == pt.pred_instances.masks).float().mean() >= 0.999
+        segments, got = (x.pred_panoptic_seg.metainfo['segments_info'] for x in (pt, ox))
+        without_score = lambda infos: [{k: v for k, v in i.items() if k != 'score'} for i in infos]  # noqa: E731
+        assert segments and without_score(got) == without_score(segments)
+        assert [i['score'] for i in got] == pytest.approx([i['score'] for i in segments], rel=1e-4)
+        assert (ox.pred_panoptic_seg.data == pt.pred_panoptic_seg.data).float().mean() >= 0.999
