@@ -39,6 +39,11 @@ EXACT = {
     'vit_pe_core_tiny_patch16_384': dict(depth=2),
     'aimv2_large_patch14_224': dict(depth=2, embed_dim=192, num_heads=3),
     'vit_base_patch16_radio_v3': dict(depth=2, embed_dim=192, num_heads=3),  # the cropped table in the graph
+    'vit_intern300m_patch14_448': dict(depth=2, embed_dim=192, num_heads=3),
+    # NaFlex (SigLIP 2 / RADIO as variable-resolution ViTs): a learned table resampled, a factorized one, RADIO's
+    'naflexvit_base_patch16_siglip': dict(depth=2, embed_dim=192, num_heads=3),
+    'naflexvit_base_patch16_parfac_gap': dict(depth=2, embed_dim=192, num_heads=3),
+    'naflexvit_base_patch16_radio_v3': dict(depth=2, embed_dim=192, num_heads=3),
     'vit_tiny_patch16_224+alibi': dict(depth=2, alibi=True, pos_embed='none'),  # ALiBi distances in the graph
     'crossvit_tiny_240': dict(depths=[[1, 1, 0], [1, 1, 0]], out_indices=[0, 0, 1, 1]),  # branch grids rounded
     'vit_base_r50_s16_224': dict(depth=2, **HYBRID),  # BiT 'SAME' padding in the graph
