@@ -36,11 +36,14 @@ MASK_TASK = 'MaskClassifier'
 
 class OnnxModel:
     """What both kinds share: the file's metadata, the preprocessor built from it, the onnxruntime session (CPU,
-    ``threads`` intra-op threads), the class names and palette, and the task model's call modes."""
+    ``threads`` intra-op threads), the class names and palette, and the task model's call modes. ``metadata``: the
+    file's, when already read (reading parses the whole file); a subclass's :meth:`check_task` refuses another
+    kind's file before a session is made."""
 
-    def __init__(self, path, threads: int | None = None):
+    def __init__(self, path, threads: int | None = None, metadata: dict | None = None):
         self.path = Path(path)
-        self.metadata = meta = read_metadata(self.path)
+        self.metadata = meta = read_metadata(self.path) if metadata is None else metadata
+        self.check_task(meta)
         self.relative = bool(meta.get('relative', False))
         self.input_multiple = int(meta['input_multiple'])
         pre = dict(meta['preprocessor'])
@@ -51,6 +54,9 @@ class OnnxModel:
         self.classes = list(meta.get('classes') or [])
         self.palette = meta.get('palette')
         self.predict_scale = tuple(meta['predict_scale']) if meta.get('predict_scale') else None
+
+    def check_task(self, meta: dict) -> None:
+        raise NotImplementedError
 
     def run(self, inputs: torch.Tensor, names: list[str]) -> list[torch.Tensor]:
         """The graph's outputs ``names`` for 'b 3 H W' inputs (float32 on the CPU)."""
@@ -90,16 +96,10 @@ class OnnxTaskModel(OnnxModel):
     check_tile_cfg = DenseModel.check_tile_cfg
     resizes_padding = DenseModel.resizes_padding
 
-    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None):
-        meta = read_metadata(path)
-        if meta['task'] == MASK_TASK:
-            raise ValueError(f"{path}: this {meta.get('model', 'mask-classification')} export gives class logits "
-                             f"'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}), not one dense "
-                             f"output: open it with heads.export.OnnxMaskModel or load_onnx_model")
-        if meta['task'] not in TASKS:
-            raise ValueError(f"{path}: task {meta['task']!r} in its metadata is not one of "
-                             f"{sorted([*TASKS, MASK_TASK])}")
-        super().__init__(path, threads)
+    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
+                 metadata: dict | None = None):
+        super().__init__(path, threads, metadata)
+        meta = self.metadata
         self.task = TASKS[meta['task']]
         self.test_cfg = {**meta['test_cfg'], **(test_cfg or {})}
         if self.test_cfg['mode'] == 'tile':
@@ -109,6 +109,15 @@ class OnnxTaskModel(OnnxModel):
                              f"the ONNX graph does not give (it outputs at the input size); export a model with "
                              f"padding='crop' or predict with --tile")
         self.output_name = meta['output']
+
+    def check_task(self, meta: dict) -> None:
+        if meta['task'] == MASK_TASK:
+            raise ValueError(f"{self.path}: this {meta.get('model', 'mask-classification')} export gives class "
+                             f"logits 'b q c+1' and mask logits 'b q h w' (outputs {meta.get('outputs')}), not one "
+                             f"dense output: open it with heads.export.OnnxMaskModel or load_onnx_model")
+        if meta['task'] not in TASKS:
+            raise ValueError(f"{self.path}: task {meta['task']!r} in its metadata is not one of "
+                             f"{sorted([*TASKS, MASK_TASK])}")
 
     def predict_tensor(self, inputs: torch.Tensor) -> torch.Tensor:
         """The graph's output at the input size: 'b 3 H W' -> 'b k H W' (float32 on the CPU)."""
@@ -137,15 +146,18 @@ class OnnxMaskModel(OnnxModel):
     store_predictions = MaskClassificationModel.store_predictions
     store_semantic = staticmethod(MaskClassificationModel.store_semantic)
 
-    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None):
-        meta = read_metadata(path)
-        if meta['task'] != MASK_TASK:
-            raise ValueError(f"{path}: task {meta['task']!r} is not a mask-classification model's; open it with "
-                             f"heads.export.OnnxTaskModel or load_onnx_model")
-        super().__init__(path, threads)
+    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
+                 metadata: dict | None = None):
+        super().__init__(path, threads, metadata)
+        meta = self.metadata
         self.num_classes = int(meta['num_classes'])
         self.output_names = list(meta['outputs'])
         self.test_cfg = mask_test_cfg({**meta['test_cfg'], **(test_cfg or {})}, self.num_classes)
+
+    def check_task(self, meta: dict) -> None:
+        if meta['task'] != MASK_TASK:
+            raise ValueError(f"{self.path}: task {meta['task']!r} is not a mask-classification model's; open it "
+                             f"with heads.export.OnnxTaskModel or load_onnx_model")
 
     def forward_logits(self, inputs: torch.Tensor):
         """'b 3 H W' -> (class_logits 'b q c+1', mask_logits 'b q h w', no auxiliary layers)."""
@@ -159,8 +171,8 @@ class OnnxMaskModel(OnnxModel):
 def load_onnx_model(path, threads: int | None = None, test_cfg: dict | None = None) -> OnnxModel:
     """The ONNX file ``path`` as the task model its metadata names: :class:`OnnxMaskModel` for Mask2Former and
     EoMT, :class:`OnnxTaskModel` for the dense ones."""
-    kind = OnnxMaskModel if read_metadata(path)['task'] == MASK_TASK else OnnxTaskModel
-    return kind(path, threads, test_cfg)
+    meta = read_metadata(path)
+    return (OnnxMaskModel if meta['task'] == MASK_TASK else OnnxTaskModel)(path, threads, test_cfg, metadata=meta)
 
 
 class OnnxPredictor(Predictor):
