@@ -53,7 +53,7 @@ With ``--tile H W`` the image is predicted at its own size, any size, in overlap
     python tools/infer.py CONFIG CHECKPOINT big_photo.jpg --out out --tile 518 518 --overlap 64
 
 The number of tiles is printed before predicting; an image needing more than ``--max-tiles`` (default 4096) is
-refused before anything runs (a larger --tile or a smaller --overlap needs fewer).
+refused before anything is predicted (a larger --tile or a smaller --overlap needs fewer).
 """
 from __future__ import annotations
 
@@ -320,7 +320,12 @@ def draw_segmentation(image, labels, classes, palette, alpha) -> np.ndarray:
     blended = overlay(image, colorize_labels(labels, palette), alpha, mask=labels != IGNORE_INDEX)
     present = [int(c) for c in np.unique(labels) if c != IGNORE_INDEX]
     names = [classes[c] if c < len(classes) else f'class {c}' for c in present]
-    return np.concatenate([blended, legend(names, [palette[c] for c in present], image.shape[0])], axis=1)
+    return np.concatenate([blended, legend(names, [swatch(palette, c) for c in present], image.shape[0])], axis=1)
+
+
+def swatch(palette, label: int) -> list[int]:
+    """The palette colour of a class; black (as drawn) for a class beyond the palette."""
+    return list(palette[label]) if 0 <= label < len(palette) else [0, 0, 0]
 
 
 def draw_panoptic(image, panoptic, classes, palette, num_classes: int, alpha) -> np.ndarray:
@@ -330,8 +335,7 @@ def draw_panoptic(image, panoptic, classes, palette, num_classes: int, alpha) ->
                       mask=(panoptic != num_classes) & (panoptic >= 0))
     present = sorted({int(v % INSTANCE_OFFSET) for v in np.unique(panoptic) if v >= 0 and v != num_classes})
     names = [classes[c] if c < len(classes) else f'class {c}' for c in present]
-    return np.concatenate([blended, legend(names, [palette[c % len(palette)] for c in present], image.shape[0])],
-                          axis=1)
+    return np.concatenate([blended, legend(names, [swatch(palette, c) for c in present], image.shape[0])], axis=1)
 
 
 def draw_depth(image, depth, unit: str = 'm') -> np.ndarray:
@@ -346,15 +350,15 @@ def main(argv=None) -> list[Path]:
     args = parse_args(argv)
     from tqdm import tqdm
     out = Path(args.out)
+    predictor, classes, palette, relative = build_predictor(args)
+    panoptic = panoptic_of(predictor.model)
     images = list_images(args.inputs)
     try:
-        bases = output_bases(images, out)  # refused before anything is built when an output would overwrite
+        bases = output_bases(images, out)  # refused before anything is predicted when an output would overwrite
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     if args.tile is not None:
         check_tiles(images, args.tile, args.overlap, args.max_tiles)
-    predictor, classes, palette, relative = build_predictor(args)
-    panoptic = panoptic_of(predictor.model)
     out.mkdir(parents=True, exist_ok=True)
     extras = CloudAndVideo(args, relative, out)
     written, annotations = [], []
@@ -367,7 +371,8 @@ def main(argv=None) -> list[Path]:
             num_classes, stuff = panoptic
             picture = draw_panoptic(image, prediction, classes, palette, num_classes, args.alpha)
             annotation = write_panoptic(base, prediction, num_classes, classes, stuff)
-            annotations.append({**annotation, 'file_name': str(Path(f'{base}_pred.png').relative_to(out))})
+            annotations.append({**annotation, 'file_name': str(Path(f'{base}_pred.png').relative_to(out)),
+                                'image_id': str(base.relative_to(out))})  # a/001 and b/001 apart
         elif prediction.dtype.kind in 'iu':  # class ids
             picture = draw_segmentation(image, prediction, classes, palette, args.alpha)
             write_labels(base, prediction)

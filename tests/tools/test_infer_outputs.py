@@ -72,13 +72,14 @@ def test_same_names_in_different_folders_keep_their_folders_and_no_input_is_over
     assert first.read_bytes() == photo and sorted(p.name for p in first.parent.iterdir()) == ['001.png']
 
 
-def test_outputs_that_would_overwrite_each_other_are_refused_before_anything_runs(tmp_path):
+def test_outputs_that_would_overwrite_each_other_are_refused_before_anything_runs(seg_model, tmp_path):
     """x.jpg and x.png share the outputs x.png, x_pred.png; x.png and x_pred.jpg share x_pred.png."""
+    config, checkpoint = seg_model
     for names in (('x.jpg', 'x.png'), ('x.png', 'x_pred.jpg')):
         for name in names:
             frame(tmp_path / 'in' / name)
         with pytest.raises(SystemExit, match=r"inputs .* and .* would both write .*x(_pred)?.png: rename one"):
-            infer.main(['missing_config.py', 'missing.pth', str(tmp_path / 'in'), '--out', str(tmp_path / 'out')])
+            infer.main([str(config), str(checkpoint), str(tmp_path / 'in'), '--out', str(tmp_path / 'out')])
         for name in names:
             (tmp_path / 'in' / name).unlink()
     assert not (tmp_path / 'out').exists()
@@ -128,19 +129,21 @@ def test_a_metric_depth_that_fits_is_written_in_millimetres(tmp_path):
     assert png.tolist() == [[0, 0, 1, 1250], [65534, 0, 0, 0]]
 
 
-def test_too_many_tiles_are_refused_naming_the_options_before_anything_runs(tmp_path, capsys):
+def test_too_many_tiles_are_refused_naming_the_options_before_anything_runs(seg_model, tmp_path, capsys):
     """--tile 32 32 --overlap 31 on a 360x480 image is 147,721 forward passes: before, minutes without a word."""
+    config, checkpoint = seg_model
     image = frame(tmp_path / 'big.png', size=(480, 360))
-    with pytest.raises(SystemExit, match=r"--tile 32 32 --overlap 31 needs 147721 tiles \(forward passes\) for "
-                                         r".*big.png \(360x480\), more than --max-tiles 4096: use larger tiles "
-                                         r"\(--tile\) or a smaller --overlap, or raise --max-tiles"):
-        infer.main(['missing_config.py', 'missing.pth', str(image), '--out', str(tmp_path / 'out'),
-                    '--tile', '32', '32', '--overlap', '31'])
-    assert '147721 tiles for 1 image(s)' in capsys.readouterr().out
     # rows ceil((360 - 32) / 128), columns ceil((480 - 32) / 128)
     assert infer.check_tiles([image], (160, 160), 32, 4096) == 3 * 4
     assert '--tile 160 160 --overlap 32: 12 tiles for 1 image(s)' in capsys.readouterr().out
     assert infer.check_tiles([image], (32, 32), 31, 200000) == 147721  # allowed when asked for
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match=r"--tile 32 32 --overlap 31 needs 147721 tiles \(forward passes\) for "
+                                         r".*big.png \(360x480\), more than --max-tiles 4096: use larger tiles "
+                                         r"\(--tile\) or a smaller --overlap, or raise --max-tiles"):
+        infer.main([str(config), str(checkpoint), str(image), '--out', str(tmp_path / 'out'),
+                    '--tile', '32', '32', '--overlap', '31'])
+    assert '147721 tiles for 1 image(s)' in capsys.readouterr().out and not (tmp_path / 'out').exists()
 
 
 def test_folder_frames_come_in_natural_order(tmp_path):

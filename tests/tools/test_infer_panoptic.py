@@ -70,6 +70,7 @@ def test_panoptic_results_are_written_in_cocos_panoptic_format(name, frames, tmp
     predictor = heads.Predictor(str(config), checkpoint)
     num_classes, annotations = 11, json.loads((out / 'panoptic.json').read_text())
     assert [a['file_name'] for a in annotations['annotations']] == [f'{n[:-4]}_pred.png' for n in FRAMES]
+    assert [a['image_id'] for a in annotations['annotations']] == [n[:-4] for n in FRAMES]  # paths under --out
     categories = annotations['categories']
     assert [c['id'] for c in categories] == list(range(num_classes)) and categories[5]['name'] == 'Tree'
     assert [c['isthing'] for c in categories] == [0, 0, 0, 0] + [1] * 7
