@@ -242,6 +242,8 @@ def check_tiles(images, tile, overlap: int, max_tiles: int) -> int:
     from heads.models.tiling import tile_starts
     if not 0 <= overlap < min(tile):
         raise SystemExit(f"error: --overlap {overlap} must be in [0, the smaller tile side {min(tile)})")
+    if not images:
+        return 0
     total, most = 0, (0, None, None)
     for path in images:
         h, w = image_size(path)
