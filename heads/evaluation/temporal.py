@@ -116,6 +116,22 @@ class TemporalConsistency:
         counted = [c for c in self.changes if np.isfinite(c)]
         return 100.0 * float(np.mean(counted)) if counted else float('nan')
 
+    @property
+    def frames(self) -> int:
+        """The frames counted so far."""
+        return len(self.changes) + (self.previous is not None)
+
+    @property
+    def undefined_because(self) -> str | None:
+        """Why ``value`` is NaN (a sentence), or None when it is a number."""
+        if any(np.isfinite(c) for c in self.changes):
+            return None
+        if not self.changes:
+            return (f'{self.frames} frame{"" if self.frames == 1 else "s"}: the figure compares consecutive frames '
+                    f'and needs at least two')
+        return (f'no pair of the {self.frames} consecutive frames has a pixel that is static (grey change below '
+                f'{self.threshold:g}) and valid in both')
+
 
 def temporal_consistency(depths: Sequence[np.ndarray], images: Sequence[np.ndarray] | None = None,
                          statics: Sequence[np.ndarray] | None = None, threshold: float = 10.0) -> float:

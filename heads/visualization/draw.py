@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ..io.labels import IGNORE_INDEX
+from ..io.labels import IGNORE_INDEX, INSTANCE_OFFSET
 
 
 def default_palette(num_classes: int) -> list[list[int]]:
@@ -19,6 +19,28 @@ def colorize_labels(labels: np.ndarray, palette, ignore_index: int = IGNORE_INDE
     out = np.zeros(labels.shape + (3,), dtype=np.uint8)
     known = (labels != ignore_index) & (labels >= 0) & (labels < len(palette))
     out[known] = palette[labels[known]]
+    return out
+
+
+def colorize_panoptic(panoptic: np.ndarray, palette, num_classes: int) -> np.ndarray:
+    """'h w' packed panoptic map (``label + instance * INSTANCE_OFFSET``, ``num_classes`` = none) -> 'h w 3' RGB:
+    each segment in its class's colour, the instances of a class after the first shifted by a fixed offset of their
+    own (any number of them), segment borders dark; no segment (and a class beyond the palette) black."""
+    panoptic = np.asarray(panoptic, dtype=np.int64)
+    palette = np.asarray(palette, dtype=np.int64)
+    out = np.zeros(panoptic.shape + (3,), dtype=np.uint8)
+    for value in np.unique(panoptic):
+        label, instance = int(value % INSTANCE_OFFSET), int(value // INSTANCE_OFFSET)
+        if value < 0 or value == num_classes or label >= len(palette):
+            continue
+        colour = palette[label]
+        if instance:
+            colour = colour + np.random.RandomState(instance).randint(-60, 61, 3)
+        out[panoptic == value] = np.clip(colour, 0, 255).astype(np.uint8)
+    border = np.zeros(panoptic.shape, dtype=bool)
+    border[:-1] |= panoptic[:-1] != panoptic[1:]
+    border[:, :-1] |= panoptic[:, :-1] != panoptic[:, 1:]
+    out[border] //= 3
     return out
 
 
