@@ -3,12 +3,14 @@
     python tools/train.py configs/quickstart.py
     python tools/train.py configs/dpt_vitb_ade20k.py --data-root /data/ade --amp
     python tools/train.py CONFIG --resume                # continue from the work dir's last checkpoint
+    python tools/train.py CONFIG --restart               # start over: the earlier run's files go to previous_<time>/
     torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch
     torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch --strategy fsdp   # sharded
 """
 from __future__ import annotations
 
 import argparse
+import sys
 
 from lab.cli import add_run_options
 
@@ -19,6 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--work-dir', help='where logs and checkpoints go (default work_dirs/<config name>)')
     parser.add_argument('--resume', nargs='?', const='auto', default=None,
                         help='resume from this checkpoint, or (no value) from the latest in the work dir')
+    parser.add_argument('--restart', action='store_true',
+                        help="start from iteration 0 in a work dir that holds an earlier run's checkpoints: its files "
+                             "are moved into WORK_DIR/previous_<time>/ first (nothing is deleted). Without --resume "
+                             "or --restart, a run stops before writing over an earlier run's checkpoints")
     parser.add_argument('--amp', action='store_true', help='bf16 autocast (CPU or GPU)')
     parser.add_argument('--deterministic', action='store_true',
                         help='deterministic algorithms (same result on every run of the same machine)')
@@ -36,12 +42,15 @@ def main(argv=None):
         parser.error("--strategy fsdp shards the model over the processes of a distributed launch: run it under "
                      "torchrun with --launcher pytorch, e.g. torchrun --nproc_per_node 2 tools/train.py CONFIG "
                      "--launcher pytorch --strategy fsdp")
+    if args.restart and args.resume:
+        parser.error("--restart starts over from iteration 0 and --resume continues the earlier run: give one")
     from heads.engine import ZooRunner
     from heads.engine.launch import (
         enable_autocast,
         enable_compile,
         enable_deterministic,
         enable_resume,
+        keep_earlier_run,
         load_config,
         setup_launcher,
     )
@@ -54,13 +63,24 @@ def main(argv=None):
         enable_deterministic(cfg)
     if args.resume:
         enable_resume(cfg, None if args.resume == 'auto' else args.resume)
+    moved = keep_earlier_run(cfg, args.restart)  # before anything is built or written
+    if moved:
+        print(moved, flush=True)
     setup_launcher(cfg, args.launcher, args.strategy)
     runner = ZooRunner.from_cfg(cfg)
+    if moved:
+        runner.logger.info(moved)  # into the log file (the console has it already)
     runner.train()
     return runner
 
 
 if __name__ == '__main__':
-    main()
+    try:
+        main()
+    except Exception as err:
+        from heads.engine.checkpoints.earlier_run import WorkDirInUseError
+        if not isinstance(err, WorkDirInUseError):
+            raise
+        sys.exit(f"error: {err}")  # an earlier run's checkpoints in the work dir: the message says what to do
     from heads.engine.launch import end_launch
     end_launch()  # a script's run leaves its process group before exit (main may run again in a process)

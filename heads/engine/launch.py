@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 from mmengine.config import Config
 
+from .checkpoints.earlier_run import check_earlier_run
 from .config.check import check_config_keys
 
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
@@ -60,6 +61,19 @@ def enable_resume(cfg: Config, checkpoint: str | None) -> None:
     """Resume from ``checkpoint``, or from the work dir's latest one when None ('auto')."""
     cfg.resume = True
     cfg.load_from = checkpoint
+
+
+def keep_earlier_run(cfg: Config, restart: bool = False) -> str | None:
+    """Before a run that does not resume is built: stop if its work dir holds an earlier run's checkpoints, or with
+    ``restart`` move that run's files aside first (:mod:`heads.engine.checkpoints.earlier_run`); returns what was
+    moved where, or None. Under torchrun only rank 0 moves (the others wait for it at the process group's start)."""
+    if cfg.get('resume') or '://' in str(cfg.work_dir):
+        return None
+    if restart and int(os.environ.get('RANK', '0')) != 0:
+        return None
+    checkpoint = (cfg.get('default_hooks') or {}).get('checkpoint') or {}
+    template = checkpoint.get('filename_tmpl') if isinstance(checkpoint, dict) else None
+    return check_earlier_run(cfg.work_dir, [template] if template else [], restart)
 
 
 STRATEGIES = ('ddp', 'fsdp')

@@ -9,7 +9,9 @@
   iteration recorded inside orders them; complete: its content matches its checksum, or without one it reads
   whole), falling back past damaged ones, which are moved aside (``NAME.damaged``) so that nothing the run
   writes replaces them; with checkpoint files but none complete it stops, listing them
-  (:mod:`heads.engine.checkpoints.resume_search`). ``.partial`` files left by a kill are removed first.
+  (:mod:`heads.engine.checkpoints.resume_search`). Files that are checkpoints neither by name (the run's
+  template, a checksum sidecar, ``last_checkpoint``) nor by content are left alone, whatever their suffix.
+  ``.partial`` files left by a kill are removed first.
 - Training refuses ``train_cfg.max_iters`` / ``max_epochs`` below 1 (:mod:`heads.engine.config.values`).
 - Reading goes through :func:`zoo.weights.io.read_file`: local files only (URLs are refused), weights-only
   unpickling (a pickle that would run code is refused, saying so), errors that name the file, and
@@ -203,7 +205,11 @@ class ZooRunner(Runner):
                     self.logger.info(f"--resume: removed {len(stale)} incomplete file(s) an interrupted write "
                                      f"left: {', '.join(p.name for p in stale)}")
             skipped: list[tuple[Path, str]] = []
-            latest = latest_complete_checkpoint(self.work_dir, skipped, self._checkpoint_templates())
+            passed: list[Path] = []
+            latest = latest_complete_checkpoint(self.work_dir, skipped, self._checkpoint_templates(), passed)
+            if passed:
+                self.logger.info(f"--resume: not checkpoints by name or content, left as they are: "
+                                 f"{', '.join(p.name for p in passed)}")
             if latest is None and skipped:
                 raise NoCompleteCheckpointError(no_complete_message(self.work_dir, skipped))
             for path, reason in skipped:

@@ -1,10 +1,14 @@
 """Which checkpoint ``--resume`` (no file given) continues from, and what becomes of the other files.
 
-- **Candidates**: every checkpoint file of the work dir, whatever its name: those named by the checkpoint hook's
-  ``filename_tmpl`` (``ckpt_{}.pth``) or mmengine's ``iter_*.pth`` / ``epoch_*.pth``, any ``.pth`` / ``.pt`` /
-  ``.ckpt`` / ``.tar`` / ``.bin`` file, any file with a checksum sidecar, and the file ``last_checkpoint`` names
-  (a hint only: mmengine writes it in place, so a kill can leave it empty or naming an older file). Not: sidecars,
-  ``.partial`` files (removed first), files already moved aside (``.damaged``), ``.safetensors`` (weights only).
+- **Candidates**: the work dir's checkpoint files, whatever their names, judged by their name or content: those
+  named by the checkpoint hook's ``filename_tmpl`` (``ckpt_{}.pth``) or mmengine's ``iter_*.pth`` /
+  ``epoch_*.pth``, any file with a checksum sidecar, the file ``last_checkpoint`` names (a hint only: mmengine
+  writes it in place, so a kill can leave it empty or naming an older file), and any other file that torch reads
+  as a checkpoint (a zip or pickle holding a mapping with a ``meta`` or ``state_dict`` dict, e.g. a renamed copy
+  ``backup.pth``). Not: sidecars, ``.partial`` files (removed first), files already moved aside (``.damaged``),
+  ``.safetensors`` (weights only), and files of any other content whatever their suffix (``my_eval_images.tar``,
+  ``notes.bin``, a flat weights file): those are left as they are, never moved or read past their first bytes
+  unless they are a zip or pickle.
 - **Order**: newest first by the iteration recorded inside (``meta.iter``), read from the pickle alone (the tensors
   are memory-mapped, not read), so a renamed or differently named checkpoint is placed right; ties go to the
   name matching the run's template, then the newer modification time. Files whose record cannot be read come last.
@@ -30,10 +34,14 @@ import torch
 from zoo.weights.checksum import SUFFIX as SIDECAR_SUFFIX
 from zoo.weights.checksum import checksum_mismatch, sidecar
 from zoo.weights.io import CheckpointError, read_file
+from zoo.weights.sniff import sniff
 
 PARTIAL_SUFFIX = '.partial'
 DAMAGED_SUFFIX = '.damaged'
+#: Suffixes of files a user may take for checkpoints: those that are not are named in an INFO line.
 CHECKPOINT_SUFFIXES = ('.pth', '.pt', '.ckpt', '.tar', '.bin')
+#: The entries of which one (a dict) makes a torch file a checkpoint: mmengine's record and the weights.
+STRUCTURE_KEYS = ('meta', 'state_dict')
 DEFAULT_TEMPLATES = ('iter_{}.pth', 'epoch_{}.pth')
 POINTER = 'last_checkpoint'
 
@@ -81,39 +89,74 @@ def _pointed(work_dir: Path) -> Path | None:
     return Path(named) if named and '://' not in named and Path(named).is_file() else None
 
 
-def checkpoint_files(work_dir, templates=()) -> list[Path]:
-    """The work dir's checkpoint files, whatever their names (see the module docstring), in no order."""
+def read_record(path: Path) -> Mapping | None:
+    """The mapping a torch checkpoint file holds, read from its pickle (the tensors of a zip file memory-mapped,
+    not read), or None when the file is not a zip or pickle by its first bytes, or torch cannot read it so
+    (truncated, damaged, foreign, not a mapping)."""
+    try:
+        kind, _ = sniff(path)
+    except OSError:
+        return None
+    if kind not in ('zip', 'pickle'):
+        return None  # not read further: a tar of images or a text stays unread
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            value = torch.load(path, map_location='cpu', weights_only=True, mmap=kind == 'zip')
+    except Exception:  # truncated, damaged, foreign: any reader error only means 'not readable as a checkpoint'
+        return None
+    return value if isinstance(value, Mapping) else None
+
+
+def has_checkpoint_structure(record: Mapping | None) -> bool:
+    """Whether a file's record (:func:`read_record`) is a checkpoint's: a ``meta`` or ``state_dict`` dict in it."""
+    return record is not None and any(isinstance(record.get(key), Mapping) for key in STRUCTURE_KEYS)
+
+
+def _iteration(record: Mapping | None) -> int | None:
+    meta = record.get('meta') if record is not None else None
+    step = meta.get('iter') if isinstance(meta, Mapping) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def _scan(work_dir, templates=(), passed: list[Path] | None = None) -> dict[Path, tuple[Mapping | None, bool]]:
+    """The work dir's checkpoint files (see the module docstring), each with its record and whether it carries the
+    run's names (the template's, a checksum sidecar, ``last_checkpoint``'s); ``passed`` collects the files with a
+    checkpoint suffix that are none by name or content (left as they are)."""
     work_dir = Path(work_dir)
     patterns = [template_pattern(t) for t in (*templates, *DEFAULT_TEMPLATES)]
-    found = set()
-    for path in work_dir.iterdir() if work_dir.is_dir() else ():
+    pointed = _pointed(work_dir)
+    pointed = pointed.resolve() if pointed is not None else None
+    found = {}
+    for path in sorted(work_dir.iterdir()) if work_dir.is_dir() else ():
         name = path.name
         if (name == POINTER or name.endswith((SIDECAR_SUFFIX, PARTIAL_SUFFIX, DAMAGED_SUFFIX, '.safetensors'))
                 or not path.is_file()):  # not a folder, a pipe (a read would block) or a link to nothing
             continue
-        if _numbered(name, patterns) or name.endswith(CHECKPOINT_SUFFIXES) or sidecar(path).exists():
-            found.add(path)
-    pointed = _pointed(work_dir)
-    if pointed is not None:
-        found.add(pointed)
-    return list(found)
+        record = read_record(path)
+        named = _numbered(name, patterns) or sidecar(path).exists() or path.resolve() == pointed
+        if named or has_checkpoint_structure(record):
+            found[path] = record, named
+        elif passed is not None and name.endswith(CHECKPOINT_SUFFIXES):
+            passed.append(path)
+    if pointed is not None and not any(path.resolve() == pointed for path in found):
+        found[pointed] = read_record(pointed), True  # outside the work dir
+    return found
+
+
+def checkpoint_files(work_dir, templates=(), passed: list[Path] | None = None) -> list[Path]:
+    """The work dir's checkpoint files, whatever their names (see the module docstring), in no order; ``passed``
+    collects the files of a checkpoint suffix that are not checkpoints (left as they are)."""
+    return list(_scan(work_dir, templates, passed))
 
 
 def recorded_iteration(path: Path) -> int | None:
     """``meta.iter`` recorded in a training checkpoint, read from its pickle (tensors memory-mapped, not read);
     None when the file cannot be read so or records none."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            value = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
-    except Exception:  # truncated, damaged, foreign: any reader error only means 'unknown', judged later
-        return None
-    meta = value.get('meta') if isinstance(value, Mapping) else None
-    step = meta.get('iter') if isinstance(meta, Mapping) else None
-    return step if isinstance(step, int) and not isinstance(step, bool) else None
+    return _iteration(read_record(path))
 
 
-def checkpoint_candidates(work_dir, templates=()) -> list[tuple[Path, int | None]]:
+def checkpoint_candidates(work_dir, templates=(), passed: list[Path] | None = None) -> list[tuple[Path, int | None]]:
     """:func:`checkpoint_files` with their recorded iterations, newest first (see the module docstring)."""
     own = [template_pattern(t) for t in templates]
 
@@ -122,8 +165,16 @@ def checkpoint_candidates(work_dir, templates=()) -> list[tuple[Path, int | None
         mtime = path.stat().st_mtime if path.exists() else 0.0
         return (step is not None, step or 0, _numbered(path.name, own), mtime)
 
-    files = [(path, recorded_iteration(path)) for path in checkpoint_files(work_dir, templates)]
+    files = [(path, _iteration(record)) for path, (record, _) in _scan(work_dir, templates, passed).items()]
     return sorted(files, key=key, reverse=True)
+
+
+def run_checkpoints(work_dir, templates=()) -> list[Path]:
+    """The training checkpoints of a run in ``work_dir``, sorted by name: the candidates (see the module docstring)
+    that record an iteration or carry the run's names (the template's, a checksum sidecar, ``last_checkpoint``'s),
+    readable or not. A weights file (no iteration, no such name) is not one."""
+    return sorted(path for path, (record, named) in _scan(work_dir, templates).items()
+                  if named or _iteration(record) is not None)
 
 
 WEIGHTS_ONLY = ("it records no training iteration (meta.iter): weights only, not a training checkpoint; pass it "
@@ -131,12 +182,13 @@ WEIGHTS_ONLY = ("it records no training iteration (meta.iter): weights only, not
 
 
 def latest_complete_checkpoint(work_dir, skipped: list[tuple[Path, str]] | None = None,
-                               templates=()) -> Path | None:
+                               templates=(), passed: list[Path] | None = None) -> Path | None:
     """The checkpoint to resume from (see the module docstring); None when there is none. ``skipped`` collects
     (file, reason) for each candidate passed over: those before the choice, and the incomplete ones whose
-    iteration could not be read (all candidates when there is no choice)."""
+    iteration could not be read (all candidates when there is no choice); ``passed`` the files of a checkpoint
+    suffix that are not checkpoints by name or content (no candidates, left as they are)."""
     chosen = None
-    for path, step in checkpoint_candidates(work_dir, templates):
+    for path, step in checkpoint_candidates(work_dir, templates, passed):
         if chosen is not None and step is not None:
             continue  # older than the choice, and readable: not at risk of being overwritten, not read
         reason = incomplete_reason(path)

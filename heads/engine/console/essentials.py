@@ -15,7 +15,7 @@ LOG_FILE_ONLY = (
     'System environment:', '-' * 20, 'Config:', 'Hooks will be executed in the following order',
     'paramwise_options --', 'Distributed training is not used', 'Exp name:', 'Checkpoints will be saved to',
     '"FileClient" will be deprecated', '"HardDiskBackend" is the alias', 'Saving checkpoint at',
-    'Load checkpoint from', 'kernel policy:',
+    'Load checkpoint from', 'kernel policy:', '--restart: moved',
 )
 
 
