@@ -98,7 +98,7 @@ def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Pat
 def main(argv=None) -> dict[str, dict]:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logs = {str(p): p for d in args.work_dirs for p in Path(d).rglob('*') if p.is_file()}
+    logs = {str(p): p for d in args.work_dirs for p in Path(d).glob('*/vis_data/scalars.json')}  # what it reads
     refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
                                    {**{f'WORK_DIR {d}': d for d in args.work_dirs}, **logs})
     from heads.engine.console.logs import read_scalars
