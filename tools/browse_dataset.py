@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from heads.io.images import write_rgb
 from heads.visualization.draw import caption, colorize_depth, colorize_labels, default_palette, overlay, side_by_side
+from lab.outputs import refuse_outputs_that_are_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +48,10 @@ def sample_panels(packed: dict, palette, name: str) -> list[np.ndarray]:
 
 
 def main(argv=None) -> np.ndarray:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
+                                   {'CONFIG': args.config})
     from heads.engine.launch import load_config
     from heads.registry import DATASETS
     cfg = load_config(args.config, data_root=args.data_root)

@@ -14,6 +14,8 @@ NAME:{"depth": 4} adds options). With --configs the configs must be identical ex
 refuses otherwise and lists the keys that differ. With --heads the configs (one per head) may differ in the model,
 custom_hooks and optim_wrapper.paramwise_cfg.custom_keys only (data, schedule, optimizer, evaluation and input
 normalisation identical), and with --backbones too every head is trained on every backbone (rows 'config+backbone').
+A config's run is named by its file's stem; configs of one stem by the shortest tail of their paths that tells them
+apart (a/exp.py b/exp.py: a-exp, b-exp); a file given twice is refused.
 Each backbone trains in OUT/<name> through mmengine's Runner; a finished backbone is not rerun (its result.json is
 read back) and an interrupted one resumes from its last checkpoint, but only for the same settings: a result records
 what produced it (the resolved config's digest, iterations, seed), and a run made or started with other settings (or
@@ -92,6 +94,7 @@ def main(argv=None) -> list[dict]:
     from lab.benchmark.compare import (
         backbone_configs,
         check_only_backbones_differ,
+        config_labels,
         head_backbone_grid,
         metric_names,
         plot,
@@ -109,7 +112,11 @@ def main(argv=None) -> list[dict]:
     if args.backbones and not grid:
         configs = backbone_configs(load(args.config), args.backbones)
     else:
-        configs = {Path(p).stem: load(p) for p in args.configs}
+        try:
+            labels = config_labels(args.configs)
+        except ValueError as error:
+            parser.error(str(error))
+        configs = {label: load(path) for label, path in zip(labels, args.configs)}
         check_only_backbones_differ(configs, 'heads' if args.heads else 'backbones')
         if grid:
             configs = head_backbone_grid(configs, args.backbones)

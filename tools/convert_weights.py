@@ -5,11 +5,18 @@ r"""Convert checkpoints from other layouts into this project's own (safetensors 
 
 The HF output loads with ``heads.Predictor(OUT_DIR/config.py, OUT_DIR/model.safetensors)``; the timm output
 with ``zoo.create_backbone(name, pretrained=OUT)``.
+
+The output never replaces an input: an OUT_DIR that is HF_FOLDER (or would write over one of its files: a link to
+it, a hard link) and an OUT that is IN are refused before anything is read or written. Converting a transformers
+folder in place used to replace its model.safetensors by this project's layout, which transformers then reads as a
+checkpoint missing every weight (re-initialised, with only a warning).
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from lab.outputs import files_in, refuse_outputs_that_are_inputs
 
 
 def save_state(model, path: Path) -> None:
@@ -50,11 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.source_format == 'hf-dpt':
+        written = {f'OUT_DIR/{name}': args.out_dir / name for name in ('model.safetensors', 'config.py')}
+        refuse_outputs_that_are_inputs(parser.error, {'OUT_DIR': args.out_dir, **written},
+                                       {'HF_FOLDER': args.folder, **files_in(args.folder)})
         weights, config = convert_hf_dpt(args.folder, args.out_dir)
         print(f"wrote {weights} and {config}")
     else:
+        refuse_outputs_that_are_inputs(parser.error, {'OUT': args.out}, {'IN': args.source, **files_in(args.source)})
         print(f"wrote {convert_timm(args.name, args.source, args.out)}")
 
 

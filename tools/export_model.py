@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from lab.cli import json_object, stage
+from lab.outputs import refuse_outputs_that_are_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +56,9 @@ def parse_args(argv=None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         parser.error('--checkpoint goes with --config; use --pretrained for backbone weights')
     if args.config and (args.pretrained or args.backbone_kwargs):
         parser.error('--pretrained and --backbone-kwargs go with --backbone; a config sets its own backbone')
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
+                                   {'--config': args.config, '--checkpoint': args.checkpoint,
+                                    '--pretrained': args.pretrained})
     return parser, args
 
 

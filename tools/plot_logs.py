@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.outputs import refuse_outputs_that_are_inputs
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,7 +96,11 @@ def plot(runs: dict[str, dict], metrics: list[str] | None, smooth: int, out: Pat
 
 
 def main(argv=None) -> dict[str, dict]:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logs = {str(p): p for d in args.work_dirs for p in Path(d).glob('*/vis_data/scalars.json')}  # what it reads
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
+                                   {**{f'WORK_DIR {d}': d for d in args.work_dirs}, **logs})
     from heads.engine.console.logs import read_scalars
     runs = {Path(work_dir).name: read_scalars(work_dir) for work_dir in args.work_dirs}
     plot(runs, args.metrics, args.smooth, Path(args.out))

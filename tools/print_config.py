@@ -11,6 +11,8 @@ import sys
 
 from mmengine.config import DictAction
 
+from lab.outputs import refuse_outputs_that_are_inputs
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -24,7 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> str:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
+                                   {'CONFIG': args.config})
     from heads.engine.launch import load_config
     cfg = load_config(args.config, args.cfg_options, args.work_dir, args.data_root)
     text = cfg.pretty_text

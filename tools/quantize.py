@@ -11,6 +11,9 @@ evaluator for the checkpoint (PyTorch, if --checkpoint), the fp32 file and the i
 pre- and post-processing (heads.export.load_onnx_model: a dense model or a mask model). --benchmark B [B ...] times
 onnxruntime fp32 and int8 in this process at those batch sizes (paired rounds, median), on the config's prediction
 size or --size.
+
+--out and --json must be new to the inputs: one that is MODEL, --config or --checkpoint (also through a link) is
+refused before anything is written.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import json
 import platform
 import time
 from pathlib import Path
+
+from lab.outputs import refuse_outputs_that_are_inputs
 
 QUANTIZED_OP = 'Integer'  # MatMulInteger, ConvInteger
 
@@ -101,9 +106,12 @@ def cpu_name() -> str:
 
 
 def main(argv=None) -> dict:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if (args.static or args.checkpoint or args.limit) and not args.config:
-        build_parser().error('--static, --checkpoint and --limit need --config')
+        parser.error('--static, --checkpoint and --limit need --config')
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out, '--json': args.json},
+                                   {'MODEL': args.model, '--config': args.config, '--checkpoint': args.checkpoint})
     from heads.export import load_onnx_model, read_metadata
     from heads.export.quantize import op_counts, quantize_dynamic, quantize_static
     meta = read_metadata(args.model)

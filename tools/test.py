@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from lab.cli import add_run_options
+from lab.outputs import refuse_outputs_that_are_inputs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> dict:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out, '--show-dir': args.show_dir},
+                                   {'CONFIG': args.config, 'CHECKPOINT': args.checkpoint})
     from heads.engine import ZooRunner
     from heads.engine.launch import enable_compile, load_config, setup_launcher
     from heads.models.task_checkpoint import load_task_checkpoint, without_backbone_weights

@@ -24,6 +24,7 @@ import numpy as np
 
 from heads.io.images import read_rgb, write_rgb
 from heads.visualization.draw import caption, heatmap, overlay, side_by_side
+from lab.outputs import refuse_outputs_that_are_inputs
 
 if TYPE_CHECKING:
     from zoo.attention_maps import AttentionMap
@@ -144,7 +145,10 @@ def title(picture: np.ndarray, text: str) -> np.ndarray:
 
 
 def main(argv=None) -> np.ndarray:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    refuse_outputs_that_are_inputs(parser.error, {'--out': args.out},
+                                   {'SOURCE': args.source, 'IMAGE': args.image, '--checkpoint': args.checkpoint})
     from heads.features import input_size
     if args.checkpoint is None:
         print(f'note: {RANDOM_WEIGHTS}', file=sys.stderr)

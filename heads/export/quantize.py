@@ -16,9 +16,16 @@ Why onnxruntime's and not ``torch.ao.quantization.quantize_dynamic``: in torch 2
 that ``torch.ao.quantization`` is deprecated (its successor, torchao, is not installed here), its quantized modules
 do not translate to ONNX, and the file deployed is the ONNX one: quantizing that file is what is measured and
 shipped. The task metadata (:mod:`heads.export.metadata`) is kept, with a ``quantization`` entry added.
+
+Both write through a file of a unique temporary name in the target's folder (``mkstemp``), renamed over the target
+once complete (the static path's intermediate file too, removed in every case): no other file of that folder is
+written or deleted, and a target that is the source (the same path, a link to it, a hard link) is refused.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -35,11 +42,11 @@ def quantize_dynamic(source, target, ops=LINEAR_OPS, per_channel: bool = False) 
     quantized dynamically (module docstring). ``per_channel``: one weight scale per output channel."""
     from onnxruntime.quantization import QuantType
     from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
-    source, target = Path(source), Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    ort_quantize_dynamic(str(source), str(target), op_types_to_quantize=list(ops), per_channel=per_channel,
-                         weight_type=QuantType.QInt8)
-    _mark(source, target, {'kind': 'dynamic int8', 'ops': list(ops), 'per_channel': per_channel})
+    source, target = _paths(source, target)
+    with _staged(target, '.int8') as staged:
+        ort_quantize_dynamic(str(source), str(staged), op_types_to_quantize=list(ops), per_channel=per_channel,
+                             weight_type=QuantType.QInt8)
+        _mark(source, staged, {'kind': 'dynamic int8', 'ops': list(ops), 'per_channel': per_channel})
     return target
 
 
@@ -77,23 +84,57 @@ def quantize_static(source, target, batches, ops=CONV_OPS, also_dynamic=LINEAR_O
     weights; None: where this CPU has no VNNI (module doc)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType
     from onnxruntime.quantization import quantize_static as ort_quantize_static
-    source, target = Path(source), Path(target)
+    source, target = _paths(source, target)
     reduce_range = not cpu_has_vnni() if reduce_range is None else reduce_range
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staged = target.with_name(target.stem + '.static.onnx') if also_dynamic else target
-    ort_quantize_static(str(source), str(staged), ImageBatches(batches), quant_format=QuantFormat.QDQ,
-                        op_types_to_quantize=list(ops), activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8, per_channel=True, reduce_range=reduce_range,
-                        calibrate_method=CalibrationMethod.MinMax)
-    if also_dynamic:
-        from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
-        ort_quantize_dynamic(str(staged), str(target), op_types_to_quantize=list(also_dynamic),
-                             weight_type=QuantType.QInt8)
-        staged.unlink()
-    _mark(source, target, {'kind': 'static int8' + (' + dynamic' if also_dynamic else ''), 'ops': list(ops),
-                           'dynamic_ops': list(also_dynamic or ()), 'calibration_batches': len(list(batches)),
-                           'reduce_range': reduce_range})
+    with _staged(target, '.int8') as written, _staged(target, '.static', keep=False) as static:
+        ort_quantize_static(str(source), str(static if also_dynamic else written), ImageBatches(batches),
+                            quant_format=QuantFormat.QDQ, op_types_to_quantize=list(ops),
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True,
+                            reduce_range=reduce_range, calibrate_method=CalibrationMethod.MinMax)
+        if also_dynamic:
+            from onnxruntime.quantization import quantize_dynamic as ort_quantize_dynamic
+            ort_quantize_dynamic(str(static), str(written), op_types_to_quantize=list(also_dynamic),
+                                 weight_type=QuantType.QInt8)
+        _mark(source, written, {'kind': 'static int8' + (' + dynamic' if also_dynamic else ''), 'ops': list(ops),
+                                'dynamic_ops': list(also_dynamic or ()), 'calibration_batches': len(list(batches)),
+                                'reduce_range': reduce_range})
     return target
+
+
+def _paths(source, target) -> tuple[Path, Path]:
+    """``source`` and ``target`` as paths; a ValueError when the target is the source (it would be replaced by its
+    own quantized copy), by path, link or hard link."""
+    source, target = Path(source), Path(target)
+    same = source.resolve() == target.resolve()
+    with contextlib.suppress(OSError):
+        same = same or (target.exists() and os.path.samefile(source, target))
+    if same:
+        raise ValueError(f"the int8 file {target} is the fp32 source {source}: writing it would replace the source. "
+                         f"Nothing was written; give the int8 file another path")
+    return source, target
+
+
+@contextlib.contextmanager
+def _staged(target: Path, tag: str, keep: bool = True):
+    """A new file of a unique name beside ``target`` (``<stem><tag>.<random>.partial.onnx``); on success and with
+    ``keep`` it is renamed over ``target``, else (and on any error) it is removed. Nothing else is touched."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f'{target.stem}{tag}.', suffix='.partial.onnx', dir=target.parent)
+    os.close(handle)
+    staged = Path(name)
+    try:
+        yield staged
+        if keep:
+            os.chmod(staged, 0o666 & ~_umask())  # mkstemp's file is private (0600); the target gets the usual mode
+            os.replace(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def op_counts(path) -> Counter:

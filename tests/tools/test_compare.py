@@ -105,3 +105,53 @@ def test_the_training_measure_backpropagates_through_every_output_of_a_mask_head
     output_scalar((a, b)).backward()  # mean(a) + mean(b): each element's gradient is 1 / its tensor's size
     assert torch.equal(a.grad, torch.full((2, 3), 1 / 6)) and torch.equal(b.grad, torch.full((4,), 1 / 4))
     assert output_scalar(torch.full((2, 2), 3.0)) == 3.0
+
+
+def test_configs_of_one_stem_get_distinct_names_from_their_folders(tmp_path):
+    """--configs a/exp.py b/exp.py were keyed by stem: one 'exp', one run trained, one table row, exit 0."""
+    assert compare.config_labels(['x/a.py', 'y/b.py']) == ['a', 'b']
+    assert compare.config_labels(['a/exp.py', 'b/exp.py', 'c.py']) == ['a-exp', 'b-exp', 'c']
+    assert compare.config_labels(['r/a/d/exp.py', 'r/b/d/exp.py']) == ['a-d-exp', 'b-d-exp']
+    with pytest.raises(ValueError, match=r'a/exp\.py and a/\./exp\.py are the same file'):
+        compare.config_labels(['a/exp.py', 'a/./exp.py'])
+    (tmp_path / 'exp.py').write_text('')
+    (tmp_path / 'link.py').symlink_to(tmp_path / 'exp.py')
+    with pytest.raises(ValueError, match='are the same file'):
+        compare.config_labels([str(tmp_path / 'exp.py'), str(tmp_path / 'link.py')])
+    with pytest.raises(ValueError, match="share the name 'exp' and no folder of their paths tells them apart"):
+        compare.config_labels(['a/exp.py', 'a/exp.json'])
+    with pytest.raises(ValueError, match=r"a-exp\.py and b/a/exp\.py would both be run as 'a-exp'"):
+        compare.config_labels(['a-exp.py', 'b/a/exp.py', 'c/b/exp.py'])
+
+
+def test_a_config_given_twice_is_refused_before_anything_trains(tmp_path, capsys):
+    (tmp_path / 'cfg').mkdir()
+    config = toy_config(tmp_path / 'cfg' / 'exp.py')
+    with pytest.raises(SystemExit) as exit_:
+        compare_tool.main(['--configs', config, str(tmp_path / 'cfg' / '.' / 'exp.py'), '--out', str(tmp_path / 'out')])
+    assert exit_.value.code == 2 and 'are the same file' in capsys.readouterr().err
+    assert not (tmp_path / 'out').exists()
+
+
+def toy_config(path, mlp_ratio: float = 4.0) -> str:
+    """configs/quickstart.py at a toy size: two iterations, four validation scenes."""
+    path.write_text(f"_base_ = ['{ROOT / 'configs' / 'quickstart.py'}']\nsize = (32, 32)\n"
+                    f"model = dict(backbone=dict(img_size=size, embed_dim=32, num_heads=2, mlp_ratio={mlp_ratio}), "
+                    "neck=dict(hidden_channels=(8, 8, 8, 8), fusion_channels=8), decode_head=dict(in_channels=8))\n"
+                    "train_dataloader = dict(batch_size=2, dataset=dict(num_samples=8, size=size))\n"
+                    "val_dataloader = dict(batch_size=4, dataset=dict(num_samples=4, size=size))\n"
+                    "train_cfg = dict(max_iters=2, val_interval=2)\n"
+                    "default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))\n")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_configs_of_one_stem_in_two_folders_are_both_trained(tmp_path):
+    paths = []
+    for folder, ratio in (('a', 4.0), ('b', 2.0)):  # two models
+        (tmp_path / folder).mkdir()
+        paths.append(toy_config(tmp_path / folder / 'exp.py', ratio))
+    rows = compare_tool.main(['--configs', *paths, '--out', str(tmp_path / 'out')])
+    assert [r['backbone'] for r in rows] == ['a-exp', 'b-exp']
+    assert sorted(p.name for p in (tmp_path / 'out').iterdir() if p.is_dir()) == ['a-exp', 'b-exp']
+    assert rows[0]['params_M'] != rows[1]['params_M']  # two models, each trained in its own folder

@@ -65,3 +65,83 @@ def test_a_file_without_metadata_still_quantizes(tmp_path):
     assert op_counts(target)['MatMulInteger'] == 2
     with pytest.raises(ValueError, match='carries no task metadata'):
         read_metadata(target)
+
+
+def conv_mlp(path):
+    """'b 3 h w' -> Conv 3x3 (8 channels) -> Relu -> per-pixel MatMul (8 -> 4): both kinds --static quantizes."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node('Conv', ['image', 'wc'], ['c'], pads=[1, 1, 1, 1]),
+             helper.make_node('Relu', ['c'], ['r']),
+             helper.make_node('Transpose', ['r'], ['t'], perm=[0, 2, 3, 1]),
+             helper.make_node('MatMul', ['t', 'w2'], ['m']),
+             helper.make_node('Transpose', ['m'], ['seg_logits'], perm=[0, 3, 1, 2])]
+    graph = helper.make_graph(
+        nodes, 'conv_mlp', [helper.make_tensor_value_info('image', TensorProto.FLOAT, ['b', 3, 'h', 'w'])],
+        [helper.make_tensor_value_info('seg_logits', TensorProto.FLOAT, ['b', 4, 'h', 'w'])],
+        initializer=[numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), 'wc'),
+                     numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), 'w2')])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]), str(path))
+    return path
+
+
+def calibration():
+    return [np.random.default_rng(i).standard_normal((1, 3, 8, 8)).astype(np.float32) for i in range(2)]
+
+
+def test_static_int8_never_deletes_a_source_or_a_neighbour_named_like_its_staging_file(tmp_path):
+    """--static staged '<out stem>.static.onnx' and deleted it: the source model.static.onnx with --out model.onnx
+    was deleted (then FileNotFoundError), and an unrelated other.static.onnx beside --out other.onnx silently."""
+    from heads.export.quantize import quantize_static
+    source = conv_mlp(tmp_path / 'model.static.onnx')
+    before = source.read_bytes()
+    target = quantize_static(source, tmp_path / 'model.onnx', calibration())
+    assert source.read_bytes() == before
+    assert op_counts(target)['MatMulInteger'] == 1 and op_counts(target)['QuantizeLinear'] > 0
+    neighbour = tmp_path / 'other.static.onnx'
+    neighbour.write_bytes(b'a file of the user')
+    quantize_static(source, tmp_path / 'other.onnx', calibration())
+    assert neighbour.read_bytes() == b'a file of the user'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['model.onnx', 'model.static.onnx', 'other.onnx',
+                                                          'other.static.onnx']  # no staging file left
+
+
+@pytest.mark.parametrize('how', ['same path', 'symlink', 'hard link', 'dotted path'])
+def test_an_int8_target_that_is_the_source_is_refused_and_the_source_kept(tmp_path, how):
+    import os
+
+    from heads.export.quantize import quantize_static
+    source = conv_mlp(tmp_path / 'model.onnx')
+    before = source.read_bytes()
+    target = {'same path': source, 'symlink': tmp_path / 'link.onnx', 'hard link': tmp_path / 'hard.onnx',
+              'dotted path': tmp_path / 'sub' / '..' / 'model.onnx'}[how]
+    (tmp_path / 'sub').mkdir()
+    if how == 'symlink':
+        target.symlink_to(source)
+    elif how == 'hard link':
+        os.link(source, target)
+    with pytest.raises(ValueError, match='is the fp32 source'):
+        quantize_dynamic(source, target)
+    with pytest.raises(ValueError, match='is the fp32 source'):
+        quantize_static(source, target, calibration())
+    assert source.read_bytes() == before
+
+
+def test_the_tool_refuses_an_out_or_json_that_is_an_input_before_writing(tmp_path, capsys):
+    """tools/quantize.py --out MODEL replaced the fp32 file by the int8 one (exit 0), and --benchmark then timed
+    int8 against itself."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location('quantize_tool', Path(__file__).parents[2] / 'tools/quantize.py')
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    source = conv_mlp(tmp_path / 'model.onnx')
+    before = source.read_bytes()
+    for argv in ([str(source), '--out', str(source), '--benchmark', '1'],
+                 [str(source), '--out', str(tmp_path / 'int8.onnx'), '--json', str(source)],
+                 [str(source), '--out', str(tmp_path / 'x.json'), '--json', str(tmp_path / 'x.json')]):
+        with pytest.raises(SystemExit) as exit_:
+            tool.main(argv)
+        assert exit_.value.code == 2
+        assert 'Nothing was written' in capsys.readouterr().err
+    assert source.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ['model.onnx']

@@ -69,6 +69,37 @@ def check_only_backbones_differ(configs: dict, vary: str = 'backbones') -> None:
                          + "\n  ".join(problems))
 
 
+def config_labels(paths: list) -> list[str]:
+    """One distinct run name per config file of ``--configs``, in order: its stem, or where stems collide the
+    shortest tail of its path (folders joined by '-') that tells those files apart: ``a/exp.py b/exp.py`` ->
+    ``a-exp``, ``b-exp``. A ValueError names a file given twice (also through a link), files no tail of their
+    paths tells apart, or a made-up name that is another file's stem. Runs are kept in OUT/<name>, so two files
+    under one name would share one work dir, one result and one table row."""
+    resolved = [Path(p).resolve() for p in paths]
+    for i, path in enumerate(resolved):
+        for j in range(i):
+            if path == resolved[j]:
+                raise ValueError(f"--configs: {paths[j]} and {paths[i]} are the same file {path}; give each config "
+                                 f"once")
+    tails = [path.with_suffix('').parts[1:] for path in resolved]  # without the root: '/' is no name
+    labels = []
+    for path, parts in zip(resolved, tails):
+        group = [t for r, t in zip(resolved, tails) if r.stem == path.stem]
+        for k in range(1, len(parts) + 1):
+            if len({t[-k:] for t in group}) == len(group):
+                labels.append('-'.join(parts[-k:]))
+                break
+        else:
+            same = [str(p) for p, r in zip(paths, resolved) if r.stem == path.stem]
+            raise ValueError(f"--configs: {', '.join(same)} share the name {path.stem!r} and no folder of their paths "
+                             f"tells them apart (runs are kept in OUT/<name>); rename one of them")
+    for i, label in enumerate(labels):
+        if labels.index(label) != i:
+            raise ValueError(f"--configs: {paths[labels.index(label)]} and {paths[i]} would both be run as "
+                             f"{label!r} (OUT/{label}); rename one of them")
+    return labels
+
+
 def head_backbone_grid(configs: dict, specs: list[str]) -> dict:
     """Every experiment of ``configs`` (one per head) with every backbone of ``specs``: labels 'config+backbone'."""
     return {f'{stem}+{label}': cfg for stem, base in configs.items()
