@@ -13,7 +13,8 @@ normalisation and padding, the inference strategy and the class names. :func:`ex
 - from the config (:func:`config_metadata`): ``predict_scale`` (the keep-ratio resize before inference, or null),
   ``classes`` and ``palette`` of its test dataset.
 
-:func:`read_metadata` refuses a file without them, naming the file and how to write one that has them.
+:func:`read_metadata` refuses a file without them, naming the file and how to write one that has them, and checks
+every field (:mod:`heads.export.metadata_check`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ import json
 from pathlib import Path
 
 from torch import nn
+
+from .metadata_check import check_metadata
+from .onnx_file import EXPORT_AGAIN, OnnxFileError, check_external_data, check_image_input, graph_outputs, load_proto
 
 KEY = 'heads.task_model'
 VERSION = 1
@@ -89,28 +93,37 @@ def write_metadata(path, metadata: dict) -> None:
     onnx.save(proto, str(path))
 
 
-def stored_metadata(path) -> dict | None:
-    """Whatever the ONNX file ``path`` stores under :data:`KEY` (None if nothing), unchecked."""
-    import onnx
+def stored_metadata(path, proto=None) -> dict | None:
+    """Whatever the ONNX file ``path`` (``proto``: the file already parsed) stores under :data:`KEY` (None if
+    nothing), its fields unchecked; a file that is not ONNX or whose entry is not JSON is an
+    :class:`~heads.export.onnx_file.OnnxFileError` naming it."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"ONNX file {path} does not exist")
-    props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
-    return json.loads(props[KEY]) if KEY in props else None
+    proto = load_proto(path) if proto is None else proto
+    props = {p.key: p.value for p in proto.metadata_props}
+    if KEY not in props:
+        return None
+    try:
+        return json.loads(props[KEY])
+    except (ValueError, RecursionError) as err:  # JSONDecodeError; an integer beyond Python's digit limit
+        raise OnnxFileError(f"{path}: its task metadata (metadata_props key '{KEY}') is not valid JSON ({err}); "
+                            f"the file was damaged or edited by hand: {EXPORT_AGAIN}") from err
 
 
 def read_metadata(path) -> dict:
-    """The task metadata of the ONNX file ``path``; a ValueError names the file and what is missing."""
+    """The task metadata of the ONNX file ``path``, every field checked against its type, its range and the
+    file's graph (:mod:`heads.export.metadata_check`), the file's external data kept inside its folder; an
+    :class:`~heads.export.onnx_file.OnnxFileError` names the file and what is missing or wrong."""
     path = Path(path)
-    metadata = stored_metadata(path)
+    proto = load_proto(path)
+    metadata = stored_metadata(path, proto)
     if metadata is None:
-        raise ValueError(f"{path} carries no task metadata (metadata_props key '{KEY}': preprocessing, task, "
-                         f"classes), so it cannot be run as its checkpoint is; export it again with "
-                         f"tools/export_model.py --config CONFIG --checkpoint CKPT --out {path.name}, which writes it")
-    missing = [k for k in ('task', 'preprocessor', 'input_multiple', 'test_cfg', 'output') if k not in metadata]
-    if missing:
-        raise ValueError(f"{path}: the task metadata under '{KEY}' lacks {', '.join(missing)}; export it again "
-                         f"with tools/export_model.py --config ...")
+        raise OnnxFileError(f"{path} carries no task metadata (metadata_props key '{KEY}': preprocessing, task, "
+                            f"classes), so it cannot be run as its checkpoint is; export it again with "
+                            f"tools/export_model.py --config CONFIG --checkpoint CKPT --out {path.name}, which writes "
+                            f"it")
+    multiples = check_image_input(path, proto)
+    check_metadata(path, metadata, graph_outputs(proto), multiples)
+    check_external_data(path, proto)
     return metadata
 
 

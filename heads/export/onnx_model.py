@@ -28,7 +28,7 @@ from ..models.predictor import Predictor
 from ..models.preprocessor import DensePreprocessor
 from ..models.segmentor import Segmentor
 from .metadata import read_metadata
-from .onnx import onnx_session
+from .onnx_file import OnnxFileError, open_session, run_session
 
 TASKS = {'Segmentor': Segmentor, 'DepthEstimator': DepthEstimator}
 MASK_TASK = 'MaskClassifier'
@@ -47,12 +47,12 @@ class OnnxModel:
         self.relative = bool(meta.get('relative', False))
         self.input_multiple = int(meta['input_multiple'])
         pre = dict(meta['preprocessor'])
-        pre['size_divisor'] = math.lcm(int(pre['size_divisor']), self.input_multiple)
+        pre['size_divisor'] = math.lcm(int(pre.get('size_divisor', 1)), self.input_multiple)
         self.data_preprocessor = DensePreprocessor(**pre).eval()
-        self.session = onnx_session(self.path, threads)
+        self.session = open_session(self.path, threads)
         self.input_name = self.session.get_inputs()[0].name
         self.classes = list(meta.get('classes') or [])
-        self.palette = meta.get('palette')
+        self.palette = meta.get('palette') or None
         self.predict_scale = tuple(meta['predict_scale']) if meta.get('predict_scale') else None
 
     def check_task(self, meta: dict) -> None:
@@ -61,7 +61,7 @@ class OnnxModel:
     def run(self, inputs: torch.Tensor, names: list[str]) -> list[torch.Tensor]:
         """The graph's outputs ``names`` for 'b 3 H W' inputs (float32 on the CPU)."""
         x = np.ascontiguousarray(inputs.detach().float().cpu().numpy())
-        return [torch.from_numpy(out) for out in self.session.run(names, {self.input_name: x})]
+        return [torch.from_numpy(out) for out in run_session(self.path, self.session, names, {self.input_name: x})]
 
     def __call__(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
         if mode == 'tensor':
@@ -101,13 +101,13 @@ class OnnxTaskModel(OnnxModel):
         super().__init__(path, threads, metadata)
         meta = self.metadata
         self.task = TASKS[meta['task']]
-        self.test_cfg = {**meta['test_cfg'], **(test_cfg or {})}
+        self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **meta['test_cfg'], **(test_cfg or {})}
         if self.test_cfg['mode'] == 'tile':
             self.check_tile_cfg()
         if self.resizes_padding:
-            raise ValueError(f"{self.path}: test_cfg padding='resize' resizes the head's own-resolution output, which "
-                             f"the ONNX graph does not give (it outputs at the input size); export a model with "
-                             f"padding='crop' or predict with --tile")
+            raise OnnxFileError(f"{self.path}: test_cfg padding='resize' resizes the head's own-resolution output, "
+                                f"which the ONNX graph does not give (it outputs at the input size); export a model "
+                                f"with padding='crop' or predict with --tile")
         self.output_name = meta['output']
 
     def check_task(self, meta: dict) -> None:

@@ -14,21 +14,12 @@ import heads
 from heads.export.metadata import KEY, config_metadata, read_metadata, task_metadata, write_metadata
 
 from ..reference import shared_data, tiny_dpt
+from .onnx_files import mask_onnx, plain_onnx
 
 pytest.importorskip('onnxruntime')
 onnx = pytest.importorskip('onnx')
 
 CAMVID_TEST = dict(type='CamVidDataset', data_root='unused', split='val', pipeline=[])  # names only (lazy)
-
-
-def plain_onnx(path):
-    """A one-node ONNX file (Identity 'image' -> 'seg_logits') without task metadata."""
-    from onnx import TensorProto, helper
-    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, ['b', 3, 'h', 'w'])  # noqa: E731
-    graph = helper.make_graph([helper.make_node('Identity', ['image'], ['seg_logits'])], 'g', [value('image')],
-                              [value('seg_logits')])
-    onnx.save(helper.make_model(graph), str(path))
-    return path
 
 
 def test_a_file_without_task_metadata_is_refused(tmp_path):
@@ -49,7 +40,7 @@ def test_each_kind_of_file_opens_as_its_own_model_and_only_as_it(tmp_path):
     meta = task_metadata(heads.MODELS.build(cfg))
     assert meta['task'] == 'MaskClassifier' and meta['model'] == 'EoMT' and meta['input_multiple'] == 16
     assert meta['outputs'] == ['class_logits', 'mask_logits'] and meta['num_classes'] == 11
-    mask_file = plain_onnx(tmp_path / 'eomt.onnx')
+    mask_file = mask_onnx(tmp_path / 'eomt.onnx', queries=4, num_classes=11)
     write_metadata(mask_file, meta)
     dense_file = plain_onnx(tmp_path / 'dpt.onnx')
     write_metadata(dense_file, task_metadata(heads.MODELS.build(tiny_dpt('seg'))))
@@ -75,7 +66,7 @@ def test_metadata_holds_the_models_preprocessing_and_the_configs_classes(tmp_pat
     extra = config_metadata(cfg)
     assert extra['predict_scale'] == [240, 180] and extra['classes'][:2] == ['Sky', 'Building']
     assert extra['palette'][0] == [128, 128, 128] and len(extra['classes']) == 11
-    path = plain_onnx(tmp_path / 'm.onnx')
+    path = plain_onnx(tmp_path / 'm.onnx', output='depth', channels=1)
     write_metadata(path, {**meta, **extra})
     write_metadata(path, {**meta, **extra})  # rewritten, not duplicated
     assert [p.key for p in onnx.load(str(path)).metadata_props] == [KEY]

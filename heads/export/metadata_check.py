@@ -1,0 +1,236 @@
+"""Every field of an ONNX file's task metadata (:mod:`heads.export.metadata`) checked when the file is opened:
+its type, its range, and that it fits the file's graph. The metadata is outside input (a file may be edited,
+damaged or written elsewhere): a wrong field would otherwise run silently wrong ("false" read as true, an unknown
+``test_cfg.mode`` run as 'whole', a depth task on a segmentation graph) or exhaust memory (a ``predict_scale`` of
+100000). :func:`check_metadata` raises :class:`heads.export.onnx_file.OnnxFileError` naming the file and the field.
+"""
+from __future__ import annotations
+
+import math
+
+from .onnx_file import EXPORT_AGAIN, OnnxFileError
+
+TASK_OUTPUTS = {'Segmentor': ['seg_logits'], 'DepthEstimator': ['depth'],
+                'MaskClassifier': ['class_logits', 'mask_logits']}
+OUTPUT_RANKS = {'seg_logits': 4, 'depth': 4, 'class_logits': 3, 'mask_logits': 4}
+REQUIRED = ('task', 'preprocessor', 'input_multiple', 'test_cfg', 'output')
+MAX_MULTIPLE = 2048  # input_multiple, size_divisor and their lcm: what images are padded to multiples of
+MAX_SIDE = 8192  # predict_scale, crop_size, stride: pixels
+MAX_CLASSES = 100_000
+PREPROCESSOR_KEYS = ('mean', 'std', 'size_divisor', 'pad_val', 'bgr_to_rgb')
+DENSE_MODES = ('whole', 'slide', 'tile')
+MASK_MODES = ('whole', 'slide')
+MASK_THRESHOLDS = ('score_threshold', 'object_threshold', 'mask_threshold', 'overlap_threshold')
+
+
+def is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
+class Fields:
+    """The checks, each naming the file ``path`` and the field."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def fail(self, field: str, problem: str):
+        raise OnnxFileError(f"{self.path}: task metadata field '{field}' {problem}; the file's metadata was "
+                            f"changed or damaged: {EXPORT_AGAIN}")
+
+    def expect(self, field: str, value, ok: bool, what: str) -> None:
+        if not ok:
+            self.fail(field, f"must be {what}, got {_shown(value)} ({type(value).__name__})")
+
+    def whole(self, field: str, value, low: int, high: int) -> None:
+        self.expect(field, value, is_int(value) and low <= value <= high, f"a whole number in [{low}, {high}]")
+
+    def pair(self, field: str, value, low: int, high: int) -> None:
+        ok = isinstance(value, list) and len(value) == 2 and all(is_int(v) and low <= v <= high for v in value)
+        self.expect(field, value, ok, f"a pair of whole numbers in [{low}, {high}]")
+
+    def flag(self, field: str, value) -> None:
+        self.expect(field, value, isinstance(value, bool), 'true or false (a JSON boolean)')
+
+    def choice(self, field: str, value, choices) -> None:
+        self.expect(field, value, isinstance(value, str) and value in choices, f"one of {list(choices)}")
+
+
+def check_metadata(path, meta, outputs: dict[str, list], multiples=(1, 1)) -> None:
+    """Check the task metadata ``meta`` of the ONNX file ``path``, whose graph has ``outputs`` ({name: dims}) and
+    takes heights and widths that are ``multiples`` (h, w) of what its input names."""
+    from .metadata import KEY, VERSION
+    check = Fields(path)
+    if not isinstance(meta, dict):
+        raise OnnxFileError(f"{path}: the task metadata under '{KEY}' must be a JSON object, got "
+                            f"{type(meta).__name__} {_shown(meta)}; {EXPORT_AGAIN}")
+    missing = [k for k in REQUIRED if k not in meta]
+    if missing:
+        raise OnnxFileError(f"{path}: the task metadata under '{KEY}' lacks {', '.join(missing)}; {EXPORT_AGAIN}")
+    if 'version' in meta:
+        check.whole('version', meta['version'], 1, VERSION)
+    check.choice('task', meta['task'], TASK_OUTPUTS)
+    task = meta['task']
+    if meta.get('relative') is not None:
+        check.flag('relative', meta['relative'])
+        if meta['relative'] and task != 'DepthEstimator':
+            check.fail('relative', f"is true (a relative depth head) but the task is {task!r}")
+    classes = _check_outputs(check, meta, outputs)
+    _check_preprocessor(check, meta['preprocessor'])
+    check.whole('input_multiple', meta['input_multiple'], 1, MAX_MULTIPLE)
+    if any(meta['input_multiple'] % m for m in multiples):
+        check.fail('input_multiple', f"is {meta['input_multiple']}, but the graph takes heights and widths that are "
+                                     f"multiples of {'x'.join(map(str, multiples))}")
+    divisor = meta['preprocessor'].get('size_divisor', 1)
+    if math.lcm(divisor, meta['input_multiple']) > MAX_MULTIPLE:
+        check.fail('preprocessor.size_divisor', f"{divisor} with input_multiple {meta['input_multiple']} pads "
+                                                f"images to multiples of {math.lcm(divisor, meta['input_multiple'])}, "
+                                                f"above {MAX_MULTIPLE}")
+    if task == 'MaskClassifier':
+        _check_mask_test_cfg(check, meta['test_cfg'], meta['num_classes'], meta['input_multiple'])
+    else:
+        _check_dense_test_cfg(check, meta['test_cfg'], meta['input_multiple'])
+    if meta.get('predict_scale') is not None:
+        check.pair('predict_scale', meta['predict_scale'], 1, MAX_SIDE)
+    names = meta.get('classes')
+    if names is not None:
+        check.expect('classes', names, isinstance(names, list) and all(isinstance(n, str) for n in names),
+                     'a list of class names (strings)')
+        classes = max(classes or 0, len(names))
+    _check_palette(check, meta.get('palette'), classes)
+
+
+def _check_outputs(check: Fields, meta: dict, outputs: dict[str, list]) -> int | None:
+    """The task's output names must be the graph's, of the task's rank and channels; returns the number of classes
+    when the graph fixes it."""
+    task = meta['task']
+    expected = TASK_OUTPUTS[task]
+    check.expect('output', meta['output'], meta['output'] == expected[0], f"{expected[0]!r} for a {task}")
+    if task == 'MaskClassifier':
+        check.expect('outputs', meta.get('outputs'), meta.get('outputs') == expected, f"{expected} for a {task}")
+        check.whole('num_classes', meta.get('num_classes'), 1, MAX_CLASSES)
+    for name in expected:
+        if name not in outputs:
+            raise OnnxFileError(f"{check.path}: its task metadata says {task}, whose output is {name!r}, but the "
+                                f"graph's outputs are {list(outputs)}: the metadata does not belong to this graph; "
+                                f"{EXPORT_AGAIN}")
+        dims = outputs[name]
+        if len(dims) != OUTPUT_RANKS[name]:
+            raise OnnxFileError(f"{check.path}: graph output {name!r} has {len(dims)} dimensions, a {task}'s has "
+                                f"{OUTPUT_RANKS[name]}: the metadata does not belong to this graph; {EXPORT_AGAIN}")
+    if task == 'DepthEstimator' and outputs['depth'][1] not in (None, 1):
+        raise OnnxFileError(f"{check.path}: its task metadata says DepthEstimator (one depth channel) but graph "
+                            f"output 'depth' has {outputs['depth'][1]} channels; {EXPORT_AGAIN}")
+    if task == 'Segmentor':
+        return outputs['seg_logits'][1]
+    if task == 'MaskClassifier':
+        found = outputs['class_logits'][2]
+        if found is not None and found != meta['num_classes'] + 1:
+            check.fail('num_classes', f"is {meta['num_classes']}, but graph output 'class_logits' scores "
+                                      f"{found} classes (num_classes + 1 with 'no object')")
+        return meta['num_classes']
+    return None
+
+
+def _check_preprocessor(check: Fields, pre) -> None:
+    check.expect('preprocessor', pre, isinstance(pre, dict), 'a JSON object')
+    unknown = sorted(set(pre) - set(PREPROCESSOR_KEYS))
+    if unknown:
+        check.fail('preprocessor', f"has unknown keys {unknown} (known: {list(PREPROCESSOR_KEYS)})")
+    for key in ('mean', 'std'):
+        if key not in pre:
+            check.fail(f'preprocessor.{key}', 'is missing')
+    mean, std = pre['mean'], pre['std']
+    check.expect('preprocessor.mean', mean,
+                 isinstance(mean, list) and len(mean) == 3 and all(is_number(v) and abs(v) <= 1e4 for v in mean),
+                 'three numbers (R, G, B on the 0-255 scale) in [-10000, 10000]')
+    check.expect('preprocessor.std', std,
+                 isinstance(std, list) and len(std) == 3 and all(is_number(v) and 1e-3 <= v <= 1e4 for v in std),
+                 'three numbers (R, G, B on the 0-255 scale) in [0.001, 10000]')
+    if 'size_divisor' in pre:
+        check.whole('preprocessor.size_divisor', pre['size_divisor'], 1, MAX_MULTIPLE)
+    if 'pad_val' in pre:
+        check.expect('preprocessor.pad_val', pre['pad_val'], is_number(pre['pad_val']), 'a finite number')
+    if 'bgr_to_rgb' in pre:
+        check.flag('preprocessor.bgr_to_rgb', pre['bgr_to_rgb'])
+
+
+def _check_windows(check: Fields, cfg: dict, needed: tuple[str, ...], multiple: int) -> None:
+    """The window fields: those the mode uses (``needed``) must be there, crop_size a multiple of the graph's input
+    multiple; any present (used or not) must be of their type and range."""
+    for key in needed:
+        if key not in cfg:
+            check.fail(f'test_cfg.{key}', f"is missing: test_cfg mode {cfg.get('mode')!r} needs {' and '.join(needed)}")
+    if 'crop_size' in cfg:
+        check.pair('test_cfg.crop_size', cfg['crop_size'], 1, MAX_SIDE)
+    if 'crop_size' in needed and any(side % multiple for side in cfg['crop_size']):
+        check.fail('test_cfg.crop_size', f"{cfg['crop_size']} must be multiples of the graph's input multiple "
+                                         f"{multiple}")
+    if 'stride' in cfg:
+        check.pair('test_cfg.stride', cfg['stride'], 1, MAX_SIDE)
+    if 'overlap' in cfg:
+        overlap = cfg['overlap']
+        pair = overlap if isinstance(overlap, list) else [overlap, overlap]
+        sides = cfg.get('crop_size', [MAX_SIDE, MAX_SIDE])
+        ok = len(pair) == 2 and all(is_int(v) and 0 <= v < side for v, side in zip(pair, sides))
+        check.expect('test_cfg.overlap', overlap, ok, f"a whole number or pair in [0, crop_size {sides})")
+
+
+def _check_dense_test_cfg(check: Fields, cfg, multiple: int) -> None:
+    from ..models.tiling import RAMPS
+    check.expect('test_cfg', cfg, isinstance(cfg, dict), 'a JSON object')
+    mode = cfg.get('mode', 'whole')
+    check.choice('test_cfg.mode', mode, DENSE_MODES)
+    if 'flip' in cfg:
+        check.flag('test_cfg.flip', cfg['flip'])
+    if 'padding' in cfg:
+        check.choice('test_cfg.padding', cfg['padding'], ('crop', 'resize'))
+    _check_windows(check, cfg, {'slide': ('crop_size', 'stride'), 'tile': ('crop_size', 'overlap')}.get(mode, ()),
+                   multiple)
+    if 'ramp' in cfg:
+        check.choice('test_cfg.ramp', cfg['ramp'], RAMPS)
+
+
+def _check_mask_test_cfg(check: Fields, cfg, num_classes: int, multiple: int) -> None:
+    from ..models.mask_classifier import TASKS, mask_test_cfg
+    check.expect('test_cfg', cfg, isinstance(cfg, dict), 'a JSON object')
+    check.choice('test_cfg.mode', cfg.get('mode', 'whole'), MASK_MODES)
+    tasks = cfg.get('tasks', ['semantic'])
+    tasks = [tasks] if isinstance(tasks, str) else tasks
+    check.expect('test_cfg.tasks', cfg.get('tasks'),
+                 isinstance(tasks, list) and tasks and all(isinstance(t, str) and t in TASKS for t in tasks),
+                 f"some of {list(TASKS)}")
+    if cfg.get('top_k') is not None:
+        check.whole('test_cfg.top_k', cfg['top_k'], 1, MAX_CLASSES)
+    for key in MASK_THRESHOLDS:
+        if key in cfg:
+            value = cfg[key]
+            check.expect(f'test_cfg.{key}', value, is_number(value) and 0 <= value <= 1, 'a number in [0, 1]')
+    stuff = cfg.get('stuff_classes', [])
+    check.expect('test_cfg.stuff_classes', stuff,
+                 isinstance(stuff, list) and all(is_int(c) and 0 <= c < num_classes for c in stuff),
+                 f"a list of class indices in [0, {num_classes})")
+    _check_windows(check, cfg, ('crop_size', 'stride') if cfg.get('mode') == 'slide' else (), multiple)
+    try:
+        mask_test_cfg(cfg, num_classes)
+    except ValueError as err:
+        check.fail('test_cfg', f"is refused: {err}")
+
+
+def _check_palette(check: Fields, palette, classes: int | None) -> None:
+    """None or empty (a default palette is drawn), or one [R, G, B] (0-255) per class."""
+    if palette is None or palette == []:
+        return
+    ok = isinstance(palette, list) and all(
+        isinstance(c, list) and len(c) == 3 and all(is_int(v) and 0 <= v <= 255 for v in c) for c in palette)
+    check.expect('palette', palette, ok, 'a list of [R, G, B] colours, whole numbers in [0, 255]')
+    if classes and len(palette) < classes:
+        check.fail('palette', f"has {len(palette)} colours for {classes} classes (one per class)")
