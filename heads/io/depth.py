@@ -19,6 +19,7 @@ import numpy as np
 
 from .files import files_under
 from .images import ImageError, decode
+from .pointcloud import check_intrinsics
 
 #: The suffixes an RGB-D folder's images and depth maps may have (the first found for a stem is used).
 RGB_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp')
@@ -85,7 +86,9 @@ def read_mask(path) -> np.ndarray:
 
 
 def read_intrinsics(path) -> list[list[float]]:
-    """The 3x3 camera matrix of a text file holding it (7-Scenes' camera-intrinsics.txt) or ``fx fy cx cy``."""
+    """The 3x3 camera matrix of a text file holding it (7-Scenes' camera-intrinsics.txt) or ``fx fy cx cy``; a
+    ValueError naming the file unless it is a pinhole matrix with finite values and positive focal lengths
+    (:func:`heads.io.pointcloud.check_intrinsics`)."""
     try:
         text = Path(path).read_text()
     except UnicodeDecodeError as err:
@@ -94,7 +97,8 @@ def read_intrinsics(path) -> list[list[float]]:
         values = [float(v) for v in text.split()]
     except ValueError as err:
         raise ValueError(f"intrinsics file {path} is not numbers: {err}") from err
-    return camera_matrix(values, f'intrinsics file {path}')
+    name = f'intrinsics file {path}'
+    return check_intrinsics(camera_matrix(values, name), name).tolist()  # finite, positive focal lengths, pinhole
 
 
 def camera_matrix(values, name: str = 'intrinsics') -> list[list[float]]:
@@ -106,11 +110,6 @@ def camera_matrix(values, name: str = 'intrinsics') -> list[list[float]]:
     if len(values) != 9:
         raise ValueError(f"{name} holds {len(values)} numbers; expected a 3x3 camera matrix (9 numbers) or "
                          f"'fx fy cx cy'")
-    if not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{name} holds a non-finite number ({values}); a camera matrix is finite")
-    if not (values[0] > 0 and values[4] > 0):
-        raise ValueError(f"{name} has focal lengths fx = {values[0]:g}, fy = {values[4]:g} (pixels); both must be "
-                         f"positive (the camera matrix is [[fx 0 cx] [0 fy cy] [0 0 1]])")
     return [values[0:3], values[3:6], values[6:9]]
 
 
