@@ -1,6 +1,9 @@
 """Reference models with non-trivial weights, written to real checkpoint files."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -93,15 +96,36 @@ def assert_taps_equal_timm_intermediates(name: str, tmp_path, prefix: bool = Fal
                 assert (tokens[i] - want[i][1]).abs().max() <= 1e-4
 
 
+#: what each folder of the shared real data is, for the reason a test is skipped without it
+SHARED_DATASETS = {'camvid': 'CamVid (SegNet version)', 'depth-7scenes': 'Microsoft 7-Scenes (one kitchen sequence)',
+                   'ade20k-samples': 'ADE20K samples (3 validation pairs)'}
+#: the small pictures committed in tests/samples/ (tests/samples/README.md says where they come from)
+SAMPLES = Path(__file__).resolve().parent / 'samples'
+
+
+def shared_data_root() -> Path:
+    """The shared real-data folder: ``ZOO_DATA`` if set, else ``../shared/data`` beside the project folder."""
+    return Path(os.environ.get('ZOO_DATA', Path(__file__).resolve().parents[2] / 'shared' / 'data'))
+
+
 def shared_data(*parts):
-    """A path under the shared real-data folder (``ZOO_DATA`` overrides ``../shared/data``); skips if absent."""
-    import os
-    from pathlib import Path
-    root = Path(os.environ.get('ZOO_DATA', Path(__file__).resolve().parents[2] / 'shared' / 'data'))
-    path = root.joinpath(*parts)
+    """A path under the shared real-data folder (``ZOO_DATA`` overrides ``../shared/data``); skips, saying which
+    dataset is missing and how to get it, if the path is absent. Every test reading real data comes through here."""
+    if not parts:
+        raise TypeError("shared_data() needs the path inside the data folder (e.g. shared_data('camvid', 'images', "
+                        "'val')): the folder alone exists even where a dataset is missing, so it cannot skip")
+    path = shared_data_root().joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"shared data {path} is not available (set ZOO_DATA to its folder)")
+        dataset = SHARED_DATASETS.get(parts[0], parts[0])
+        pytest.skip(f"needs {dataset}: {path} is not available (ZOO_DATA={os.environ.get('ZOO_DATA', 'unset')}; "
+                    f"get it with `python tools/fetch_datasets.py DIR --only {parts[0]}` and set ZOO_DATA=DIR)")
     return path
+
+
+def sample_street() -> Path:
+    """A real street picture committed with the tests (a CamVid frame at 240x180, JPEG, ~10 KB): for tests that
+    need a real-looking image, not a dataset."""
+    return SAMPLES / 'camvid_0016E5_07959_240x180.jpg'
 
 
 def tiny_dpt(task: str = 'seg', **overrides) -> dict:

@@ -5,11 +5,15 @@
 
 The layout is :class:`heads.datasets.RGBDFolderDataset`'s (Microsoft 7-Scenes'): ``rgb/<stem>.jpg|png``,
 ``depth/<stem>.png|npy`` with the same stems, optional ``mask/<stem>.png`` (non-zero = valid) and optional
-``camera-intrinsics.txt`` or ``intrinsics/<stem>.txt``. Every file is read with the dataset's reader. Reported:
-the counts, the depth range in metres (raw / --depth-scale) and the invalid fraction; named: each unreadable file
-(truncated, not an image, OpenEXR), each image without depth and depth without image, each mask without an image,
-each depth map or mask whose size differs from its image, and each 8-bit depth PNG (16-bit expected: 8 bits hold
-256 levels, usually a visualisation; --allow-8bit accepts them). Exit status 1 when anything is named, else 0.
+``camera-intrinsics.txt`` or ``intrinsics/<stem>.txt``. The folder is listed by the dataset's own code
+(:func:`heads.io.rgbd_folder.list_rgbd_folder`: what it refuses or leaves out is named here) and every file is
+read with the dataset's reader. Reported: the counts, the depth range in metres (raw / --depth-scale) and the
+invalid fraction; named: a missing or empty folder, each unreadable file (truncated, not an image, OpenEXR,
+intrinsics that are not numbers or have non-finite or non-positive focal lengths), each frame stored in two files
+(``a.png`` beside ``a.npy``), each image without depth and depth without image, each mask without an image, each
+depth map or mask whose size differs from its image, each frame without a single valid depth pixel, and each
+8-bit depth PNG (16-bit expected: 8 bits hold 256 levels, usually a visualisation; --allow-8bit accepts them).
+Exit status 1 when anything is named, else 0; 2 for a --depth-scale that is not a finite positive number.
 """
 from __future__ import annotations
 
@@ -29,95 +33,50 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--depth-dir', default='depth', help='depth subfolder (default depth)')
     parser.add_argument('--mask-dir', default='mask', help='optional validity-mask subfolder (default mask)')
     parser.add_argument('--allow-8bit', action='store_true', help='accept 8-bit depth PNGs without naming them')
+    parser.add_argument('--list-file', help='check only the frames this file names (one stem per line; relative '
+                        'to the folder), as the dataset\'s list_file')
     return parser
 
 
 def check(folder, depth_scale: float = 1000.0, depth_invalid=(0,), rgb_dir: str = 'rgb', depth_dir: str = 'depth',
-          mask_dir: str = 'mask', allow_8bit: bool = False) -> tuple[dict, list[str]]:
-    """(summary, problems) of the RGB-D folder ``folder``: each problem a line naming its file."""
-    import cv2
+          mask_dir: str = 'mask', allow_8bit: bool = False, list_file: str | None = None) -> tuple[dict, list[str]]:
+    """(summary, problems) of the RGB-D folder ``folder``: each problem a line naming its file. The folder is listed
+    by :func:`heads.io.rgbd_folder.list_rgbd_folder`, as :class:`heads.datasets.RGBDFolderDataset` lists it."""
     import numpy as np
 
-    from heads.io.depth import (
-        DEPTH_SUFFIXES,
-        INTRINSICS_DIR,
-        RGB_SUFFIXES,
-        SHARED_INTRINSICS,
-        depth_in_metres,
-        read_intrinsics,
-        read_mask,
-        read_raw_depth,
-        stems,
-    )
-    from heads.io.images import decode
+    from heads.io.depth import checked_depth_scale
+    from heads.io.rgbd_folder import frame_problems, list_rgbd_folder
+    depth_scale = checked_depth_scale(depth_scale)
     root = Path(folder)
-    problems: list[str] = []
-    for sub in (rgb_dir, depth_dir):
-        if not (root / sub).is_dir():
-            problems.append(f"missing folder: {root / sub} (expected {rgb_dir}/ and {depth_dir}/ in {root})")
-    images = stems(root / rgb_dir, RGB_SUFFIXES)
-    depths = stems(root / depth_dir, (*DEPTH_SUFFIXES, '.exr'))
-    masks = stems(root / mask_dir, ('.png',))
-    problems += [f"image without depth: {images[s]} (no {root / depth_dir / s}.png|.npy)"
-                 for s in images if s not in depths]
-    problems += [f"depth without image: {depths[s]} (no {root / rgb_dir / s}.jpg|.png)"
-                 for s in depths if s not in images]
-    problems += [f"mask without image: {masks[s]}" for s in masks if s not in images]
+    listed = None if list_file is None else Path(list_file) if Path(list_file).is_absolute() else root / list_file
+    listing = list_rgbd_folder(root / rgb_dir, root / depth_dir, root / mask_dir, list_file=listed, root=root)
+    problems = [str(err) for err in listing.errors] + listing.notes
     lo, hi, invalid, total, pairs = np.inf, -np.inf, 0, 0, 0
-    for stem in (s for s in images if s in depths):
-        try:
-            image = decode(images[stem], cv2.IMREAD_COLOR, 'image')
-        except (OSError, ValueError) as err:
-            problems.append(f"unreadable: {images[stem]}: {err}")
-            image = None
-        try:
-            raw = read_raw_depth(depths[stem])
-        except (OSError, ValueError) as err:
-            problems.append(f"unreadable: {depths[stem]}: {err}")
+    for frame in listing.frames:
+        found, depth, valid = frame_problems(frame, depth_scale, depth_invalid, allow_8bit)
+        problems += found
+        if valid is None:
             continue
-        if raw.dtype == np.uint8 and not allow_8bit:
-            problems.append(f"8-bit depth: {depths[stem]} is an 8-bit PNG; depth PNGs must be 16-bit (raw / "
-                            f"depth_scale = metres; 8 bits hold only 256 levels, usually a visualisation)")
-        if image is not None and raw.shape != image.shape[:2]:
-            problems.append(f"size mismatch: {depths[stem]} is {raw.shape[0]}x{raw.shape[1]} (h x w) but "
-                            f"{images[stem]} is {image.shape[0]}x{image.shape[1]}")
-            continue
-        depth = depth_in_metres(raw, depth_scale, depth_invalid)
-        valid = depth > 0
-        if stem in masks:
-            try:
-                mask = read_mask(masks[stem])
-            except (OSError, ValueError) as err:
-                problems.append(f"unreadable: {masks[stem]}: {err}")
-                continue
-            if mask.shape != depth.shape:
-                problems.append(f"size mismatch: {masks[stem]} is {mask.shape[0]}x{mask.shape[1]} (h x w) but "
-                                f"{depths[stem]} is {depth.shape[0]}x{depth.shape[1]}")
-                continue
-            valid &= mask
         pairs += 1
         total += valid.size
         invalid += int(valid.size - valid.sum())
         if valid.any():
             lo, hi = min(lo, float(depth[valid].min())), max(hi, float(depth[valid].max()))
-    intrinsics = None
-    if (root / SHARED_INTRINSICS).is_file():
-        try:
-            intrinsics = f"shared {root / SHARED_INTRINSICS}: {read_intrinsics(root / SHARED_INTRINSICS)}"
-        except (OSError, ValueError) as err:
-            problems.append(f"unreadable: {err}")
-    elif (root / INTRINSICS_DIR).is_dir():
-        intrinsics = f"per image in {root / INTRINSICS_DIR}: {len(list((root / INTRINSICS_DIR).glob('*.txt')))} files"
-    summary = dict(images=len(images), depth_maps=len(depths), masks=len(masks), checked_pairs=pairs,
-                   depth_range_m=(lo, hi) if lo <= hi else None,
-                   invalid_fraction=invalid / total if total else None, intrinsics=intrinsics)
+    summary = dict(**listing.counts, checked_pairs=pairs, depth_range_m=(lo, hi) if lo <= hi else None,
+                   invalid_fraction=invalid / total if total else None, intrinsics=listing.intrinsics)
     return summary, problems
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from heads.io.depth import checked_depth_scale
+    try:
+        checked_depth_scale(args.depth_scale)
+    except ValueError as err:
+        parser.error(f"--depth-scale: {err}")
     summary, problems = check(args.folder, args.depth_scale, args.depth_invalid, args.rgb_dir, args.depth_dir,
-                              args.mask_dir, args.allow_8bit)
+                              args.mask_dir, args.allow_8bit, args.list_file)
     print(f"{args.folder}: {summary['images']} images, {summary['depth_maps']} depth maps, {summary['masks']} masks; "
           f"{summary['checked_pairs']} pairs read")
     if summary['depth_range_m'] is not None:

@@ -13,6 +13,7 @@ import numpy as np
 from mmengine.dataset import BaseDataset
 
 from .. import transforms  # noqa: F401  (registers the transforms the pipelines name)
+from ..io.files import files_under
 from ..registry import TRANSFORMS
 
 
@@ -22,7 +23,8 @@ def build_pipeline(pipeline) -> list:
 
 
 def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:
-    """``{relative path without suffix: path}`` of the files ending in ``suffix`` under ``folder``, sorted.
+    """``{relative path without suffix: path}`` of the files ending in ``suffix`` under ``folder``, sorted (symbolic
+    links to folders followed: :func:`heads.io.files.files_under`).
 
     Raises FileNotFoundError if ``folder`` does not exist and ValueError if it holds no such file; both
     messages name the folder and describe the expected ``layout``.
@@ -30,8 +32,7 @@ def list_files(folder, suffix: str, what: str, layout: str) -> dict[str, Path]:
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{what} folder {folder} does not exist; expected the layout {layout}")
-    files = {str(p.relative_to(folder))[:-len(suffix)]: p
-             for p in sorted(folder.rglob(f'*{suffix}')) if p.is_file()}
+    files = {str(p.relative_to(folder))[:-len(suffix)]: p for p in files_under(folder) if p.name.endswith(suffix)}
     if not files:
         raise ValueError(f"{what} folder {folder} contains no '*{suffix}' files; expected the layout {layout}")
     return files

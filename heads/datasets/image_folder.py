@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mmengine.logging import print_log
 
+from ..io.files import files_under
 from ..io.images import IMAGE_SUFFIXES
 from ..registry import DATASETS
 from .base import DenseDataset
@@ -42,7 +43,7 @@ class ImageFolderDataset(DenseDataset):
                       level=logging.WARNING)
         data = [dict(img_path=str(path), gt_label=label)
                 for label, name in enumerate(classes)
-                for path in sorted((self.folder / name).rglob('*')) if path.suffix.lower() in IMAGE_SUFFIXES]
+                for path in files_under(self.folder / name) if path.suffix.lower() in IMAGE_SUFFIXES]
         if not data:
             raise ValueError(f"image folder {self.folder} holds no images; expected {self.layout()}")
         self._metainfo.update(classes=classes)

@@ -12,11 +12,14 @@ Folder layout (as Microsoft 7-Scenes): ``rgb/<stem>.jpg|png``, ``depth/<stem>.pn
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
+from .files import files_under
 from .images import ImageError, decode
+from .pointcloud import check_intrinsics
 
 #: The suffixes an RGB-D folder's images and depth maps may have (the first found for a stem is used).
 RGB_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp')
@@ -83,12 +86,19 @@ def read_mask(path) -> np.ndarray:
 
 
 def read_intrinsics(path) -> list[list[float]]:
-    """The 3x3 camera matrix of a text file holding it (7-Scenes' camera-intrinsics.txt) or ``fx fy cx cy``."""
+    """The 3x3 camera matrix of a text file holding it (7-Scenes' camera-intrinsics.txt) or ``fx fy cx cy``; a
+    ValueError naming the file unless it is a pinhole matrix with finite values and positive focal lengths
+    (:func:`heads.io.pointcloud.check_intrinsics`)."""
     try:
-        values = [float(v) for v in Path(path).read_text().split()]
+        text = Path(path).read_text()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"intrinsics file {path} is not text: {err}") from err
+    try:
+        values = [float(v) for v in text.split()]
     except ValueError as err:
         raise ValueError(f"intrinsics file {path} is not numbers: {err}") from err
-    return camera_matrix(values, f'intrinsics file {path}')
+    name = f'intrinsics file {path}'
+    return check_intrinsics(camera_matrix(values, name), name).tolist()  # finite, positive focal lengths, pinhole
 
 
 def camera_matrix(values, name: str = 'intrinsics') -> list[list[float]]:
@@ -103,18 +113,36 @@ def camera_matrix(values, name: str = 'intrinsics') -> list[list[float]]:
     return [values[0:3], values[3:6], values[6:9]]
 
 
+def checked_depth_scale(depth_scale) -> float:
+    """``depth_scale`` as a float, or a ValueError unless it is a finite positive number (raw / it = metres)."""
+    try:
+        value = float(depth_scale)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"depth_scale must be a finite positive number (raw / depth_scale = metres: 1000 for "
+                         f"millimetres, 1 for float metres), got {depth_scale!r}")
+    return value
+
+
 def stems(folder, suffixes) -> dict[str, Path]:
     """``{relative path without suffix: path}`` of the files under ``folder`` ending in one of ``suffixes``
-    (case-insensitive; for a stem with several, the first suffix of the list), sorted; {} without the folder."""
+    (case-insensitive; symbolic links to folders followed), sorted; {} without the folder. A stem with several
+    files keeps the first suffix of the list: :func:`stems_and_clashes` names them."""
+    return stems_and_clashes(folder, suffixes)[0]
+
+
+def stems_and_clashes(folder, suffixes) -> tuple[dict[str, Path], dict[str, list[Path]]]:
+    """(:func:`stems`, ``{stem: [its files]}`` of each stem found in more than one file, e.g. ``a.png`` and
+    ``a.npy``, or ``a.png`` and ``a.PNG``: which one is meant cannot be told)."""
+    order = [s.lower() for s in suffixes]
+    found: dict[str, list[tuple[int, Path]]] = {}
     folder = Path(folder)
-    if not folder.is_dir():
-        return {}
-    order = {s: i for i, s in enumerate(suffixes)}
-    found: dict[str, Path] = {}
-    for path in sorted(folder.rglob('*')):
-        suffix = path.suffix.lower()
-        if suffix in order and path.is_file():
-            stem = str(path.relative_to(folder))[:-len(suffix)]
-            if stem not in found or order[suffix] < order[found[stem].suffix.lower()]:
-                found[stem] = path
-    return dict(sorted(found.items()))
+    for path in files_under(folder):
+        relative = str(path.relative_to(folder))
+        rank = next((i for i, s in enumerate(order) if relative.lower().endswith(s)), None)
+        if rank is not None:
+            found.setdefault(relative[:-len(order[rank])], []).append((rank, path))
+    best = {stem: min(files, key=lambda f: (f[0], str(f[1])))[1] for stem, files in sorted(found.items())}
+    clashes = {stem: sorted(p for _, p in files) for stem, files in sorted(found.items()) if len(files) > 1}
+    return best, clashes

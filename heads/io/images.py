@@ -11,6 +11,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from .files import files_under
+
 _JPEG, _PNG, _BMP = b'\xff\xd8\xff', b'\x89PNG\r\n\x1a\n', b'BM'
 _STANDALONE = {0x01, *range(0xD0, 0xD9)}  # TEM, RSTn, SOI: markers without a length field
 _SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # start-of-frame markers (they hold the image size)
@@ -137,12 +139,12 @@ IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.webp', '.tif', '.tiff')
 
 
 def images_in(folder) -> list[Path]:
-    """The image files under ``folder`` (recursively, sorted); an error names a missing folder or one without
-    images."""
+    """The image files under ``folder`` (recursively, symbolic links to folders followed, sorted); an error names a
+    missing folder or one without images."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"image folder {folder} does not exist")
-    paths = sorted(p for p in folder.rglob('*') if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    paths = [p for p in files_under(folder) if p.suffix.lower() in IMAGE_SUFFIXES]
     if not paths:
         raise ValueError(f"folder {folder} holds no image ({', '.join(IMAGE_SUFFIXES)})")
     return paths

@@ -1,7 +1,6 @@
 """Panoptic and instance targets: a small COCO panoptic set in the real layout (PNG ids R + 256 G + 256^2 B, JSON
 segments_info), the transforms moving its segments with the image, and CamVid's instances from its thing classes."""
 import json
-import os
 from pathlib import Path
 
 import cv2
@@ -13,6 +12,8 @@ from heads.datasets import CamVidDataset, CamVidPanopticDataset, CocoPanopticDat
 from heads.io.images import ImageError
 from heads.io.labels import INSTANCE_OFFSET as K
 from heads.transforms import PackDenseInputs
+
+from ..reference import shared_data
 
 H, W = 12, 16
 ROAD, CAR, PERSON, VOID = 0, 1, 2, 3
@@ -170,14 +171,11 @@ def test_bad_annotations_are_named(coco_panoptic):
                                segments=[]))
 
 
-CAMVID = Path(os.environ.get('CAMVID_ROOT', Path(__file__).resolve().parents[2] / '../shared/data/camvid'))
-
-
-@pytest.mark.skipif(not (CAMVID / 'images' / 'val').is_dir(), reason=f'CamVid not found at {CAMVID}')
 def test_camvid_instances_are_the_connected_components_of_its_thing_classes():
+    camvid = shared_data('camvid', 'images', 'val').parents[1]
     pipeline = [dict(type='LoadImage'), dict(type='LoadPanopticAnnotations'), dict(type='PackDenseInputs')]
-    dataset = CamVidPanopticDataset(str(CAMVID), split='val', pipeline=pipeline)
-    semantic_dataset = CamVidDataset(str(CAMVID), split='val', pipeline=[
+    dataset = CamVidPanopticDataset(str(camvid), split='val', pipeline=pipeline)
+    semantic_dataset = CamVidDataset(str(camvid), split='val', pipeline=[
         dict(type='LoadImage'), dict(type='LoadAnnotations'), dict(type='PackDenseInputs')])
     things = [dataset.metainfo['classes'].index(n) for n in ('Car', 'Pedestrian', 'Bicyclist')]
     assert dataset.metainfo['thing_classes'] == ('Car', 'Pedestrian', 'Bicyclist')
@@ -201,14 +199,14 @@ def test_camvid_instances_are_the_connected_components_of_its_thing_classes():
     check_consistent(sample, void=11)
 
 
-@pytest.mark.skipif(not (CAMVID / 'images' / 'val').is_dir(), reason=f'CamVid not found at {CAMVID}')
 def test_the_camvid_panoptic_config_piece_scores_its_ground_truth_perfectly():
+    camvid = shared_data('camvid', 'images', 'val').parents[1]
     from mmengine.config import Config
     from mmengine.structures import InstanceData
 
     from heads.registry import DATASETS, METRICS
     cfg = Config.fromfile(str(Path(__file__).resolve().parents[2] / 'configs/_base_/datasets/camvid_panoptic.py'))
-    dataset = DATASETS.build(dict(cfg.val_dataloader.dataset, data_root=str(CAMVID)))
+    dataset = DATASETS.build(dict(cfg.val_dataloader.dataset, data_root=str(camvid)))
     stuff = [dataset.metainfo['classes'].index(name) for name in dataset.metainfo['stuff_classes']]
     assert cfg.stuff_classes == stuff
     metrics = [METRICS.build(m) for m in cfg.val_evaluator]

@@ -14,7 +14,7 @@ from heads.models.depth_anything import depth_anything_v2_config
 from heads.models.tiling import align_to, ramp_profile, tile_starts, tile_weights, tiled_inference
 from zoo.profiling import peak_memory
 
-from ..reference import shared_data, tiny_dpt
+from ..reference import sample_street, shared_data, tiny_dpt
 
 
 def test_tile_origins_spread_evenly_with_at_least_the_overlap():
@@ -199,7 +199,7 @@ def test_tile_mode_of_the_task_models():
 
 
 def test_predictor_tiles_a_real_image_at_its_own_size():
-    image = cv2.imread(str(shared_data('depth-7scenes', 'rgb', 'frame-000000.jpg')))[:, :, ::-1].copy()
+    image = cv2.resize(cv2.imread(str(sample_street())), (640, 480))[:, :, ::-1].copy()
     cfg = dict(model=tiny_dpt('relative'), predict_scale=(160, 120))
     torch.manual_seed(0)
     depth = heads.Predictor(cfg, tile=(256, 256), overlap=64)(image)

@@ -24,7 +24,7 @@ import torch
 
 import zoo.registry
 
-from ..reference import shared_data
+from ..reference import sample_street
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), ROOT / 'configs' / 'README.md']
@@ -65,7 +65,7 @@ def workspace(tmp_path_factory):
                                     image_size=384, patch_size=16, backbone_out_indices=[0, 1, 2, 3],
                                     neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32, num_labels=150)
     transformers.DPTForSemanticSegmentation(config).save_pretrained(folder / 'dpt-large-ade')
-    street = next((shared_data() / 'camvid' / 'images' / 'val').glob('*.jpg'))
+    street = sample_street()
     shutil.copy(street, folder / 'street.jpg')
     # the shell commands the Python snippets build on, run as the docs show them
     old = Path.cwd()

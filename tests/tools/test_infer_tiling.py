@@ -9,13 +9,12 @@ import torch
 
 import heads
 
-from ..reference import shared_data, tiny_dpt
+from ..reference import sample_street, tiny_dpt
 
 
 def test_infer_tiles_at_the_image_size(tmp_path):
-    image = tmp_path / 'frame.png'  # a real 7-Scenes frame at half size: 2 x 2 tiles of 160
-    cv2.imwrite(str(image), cv2.resize(cv2.imread(str(shared_data('depth-7scenes', 'rgb', 'frame-000000.jpg'))),
-                                       (320, 240), interpolation=cv2.INTER_AREA))
+    image = tmp_path / 'frame.png'  # a real street picture at 320x240: 2 x 2 tiles of 160
+    cv2.imwrite(str(image), cv2.resize(cv2.imread(str(sample_street())), (320, 240)))
     model_cfg = tiny_dpt('metric')
     config = tmp_path / 'tiny_depth.py'
     config.write_text(f'model = {json.dumps(model_cfg)}\npredict_scale = (160, 120)\n')

@@ -22,6 +22,8 @@ import plot_logs  # noqa: E402
 import train as train_tool  # noqa: E402
 import visualize_attention  # noqa: E402
 
+from ..reference import sample_street  # noqa: E402
+
 SMALL = {'vit': ('vit_tiny_patch16_224', dict(depth=4)),
          'deit': ('deit_tiny_distilled_patch16_224', dict(depth=4)),
          'cvt': ('cvt_13_224', dict(depths=[1, 1, 1])),
@@ -107,9 +109,8 @@ def test_rollout_is_the_product_of_residual_mixed_layers():
 
 
 @pytest.fixture(scope='module')
-def street(tmp_path_factory):
-    path = next((ROOT.parent / 'shared' / 'data' / 'camvid' / 'images' / 'val').glob('*.jpg'))
-    return path
+def street():
+    return sample_street()
 
 
 @pytest.mark.parametrize('family', ['vit', 'deit', 'cvt', 'coatnet', 'crossvit'])
