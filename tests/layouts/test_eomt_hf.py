@@ -11,6 +11,8 @@ Probabilities are set in the paper's order (earlier blocks anneal first): transf
 mask in a block whose probability is 0 when an earlier one's is not; ours runs that block unmasked. The training
 loss (matching and point-sampled mask losses over every block's predictions) equals transformers' too.
 """
+import json
+
 import pytest
 import torch
 from mmengine.structures import BaseDataElement, InstanceData
@@ -152,3 +154,16 @@ def test_training_loss_equals_transformers(tmp_path):
     got.backward()
     assert ours.query.weight.grad.abs().sum() > 0
 
+
+
+def test_malformed_model_type_and_head_count_are_named(tmp_path):
+    """A model_type that is a list or an object raised TypeError (unhashable) in from_pretrained_hf; an EoMT-DINOv3
+    head count leaving a head width not divisible by 4 a ValueError from the rotary positions without the file."""
+    config = transformers.EomtConfig(**TINY).to_dict()
+    for model_type in (['eomt'], {'eomt': 1}):
+        (tmp_path / 'config.json').write_text(json.dumps({**config, 'model_type': model_type}))
+        with pytest.raises(HFConfigError, match=r"config.json: field 'model_type' must be a string naming the model"):
+            heads.from_pretrained_hf(tmp_path)
+    dinov3 = transformers.EomtDinov3Config(**TINY).to_dict()
+    with pytest.raises(HFConfigError, match=r"x/config.json: field 'num_attention_heads' .* divisible by 4"):
+        eomt_config_from_hf({**dinov3, 'num_attention_heads': 16}, 'x/config.json')
