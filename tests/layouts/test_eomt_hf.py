@@ -106,11 +106,25 @@ def test_dinov3_non_square_grid_equals_transformers(tmp_path):
 
 
 def test_other_sizes_run_with_the_table_resampled(tmp_path):
-    reference_model().save_pretrained(tmp_path)
+    """At 40x24 (a 10x6 grid; the folder's table is 8x8) ours equals transformers' model given the table resampled
+    by the formula: bicubic to 10x6, half-pixel centres (align_corners=False), no antialias, as transformers'
+    DINOv2 (a shape check alone passed whatever the resampling did)."""
+    reference = reference_model()
+    reference.save_pretrained(tmp_path)
     ours = heads.from_pretrained_hf(tmp_path)
+    table = reference.embeddings.position_embeddings.weight.detach()  # '(8 8) c'
+    grid = (10, 6)
+    resampled = torch.nn.functional.interpolate(table.reshape(1, 8, 8, -1).permute(0, 3, 1, 2), size=grid,
+                                                mode='bicubic', align_corners=False, antialias=False)
     with torch.no_grad():
-        classes, masks = ours(torch.randn(1, 3, 40, 24), mode='tensor')
-    assert classes.shape == (1, 6, 6) and masks.shape == (1, 6, 40, 24)  # 2 upscaling blocks: stride 4 / 4 = 1
+        reference.embeddings.position_embeddings = nn.Embedding.from_pretrained(
+            resampled.permute(0, 2, 3, 1).reshape(grid[0] * grid[1], -1))
+        reference.embeddings.position_ids = torch.arange(grid[0] * grid[1])[None]
+        reference.grid_size = grid
+    x = torch.randn(1, 3, 40, 24)
+    masks = assert_same_logits(ours, reference, x)
+    assert masks.shape == (1, 6, 40, 24)  # 2 upscaling blocks: stride 4 / 4 = 1
+    assert_same_logits(ours, reference, x, (0.0, 0.0))
 
 
 def test_bad_config_fields_are_named(tmp_path):
