@@ -1,6 +1,7 @@
-"""Every tool's refusal of bad input is one line, ``error: <message>`` on stderr with exit status 2 (as argparse's
-usage errors); ``--debug`` gives the full traceback; a bug (an error raised inside a library, a failed assert) keeps
-its traceback (tools/lab/cli.py's ``run_main``, the ``if __name__ == '__main__':`` entry of every tool)."""
+"""Every tool's refusal of bad input is one line on stderr, ``error: <message>`` (``error: HFConfigError: <message>``
+for the project's own error classes), with exit status 2 (as argparse's usage errors); ``--debug`` gives the full
+traceback; a bug (an error raised inside a library, a failed assert) keeps its traceback (tools/lab/cli.py's
+``run_main``, the ``if __name__ == '__main__':`` entry of every tool)."""
 import json
 import subprocess
 import sys
@@ -67,11 +68,11 @@ def test_tools_refuse_bad_input_in_one_line(tmp_path):
     printed a traceback of 20-40 lines: now one, naming the problem; --debug gives the traceback back."""
     done = tool('list_models.py', 'vit_bse_patch16_224')
     assert done.returncode == 2 and done.stderr.count('\n') == 1, done.stderr[-2000:]
-    assert done.stderr.startswith('error: ') and 'did you mean vit_base_patch16_224' in done.stderr
+    assert done.stderr.startswith('error: UnknownModelError: unknown backbone') and 'did you mean' in done.stderr
     (tmp_path / 'config.json').write_text(json.dumps({'model_type': ['dpt']}))
     done = tool('convert_weights.py', 'hf-dpt', str(tmp_path), str(tmp_path / 'out'))
     assert done.returncode == 2 and done.stderr.count('\n') == 1, done.stderr[-2000:]
-    assert done.stderr.startswith(f"error: {tmp_path / 'config.json'}: field 'model_type' must be a string")
+    assert done.stderr.startswith(f"error: HFConfigError: {tmp_path / 'config.json'}: field 'model_type' must be")
     done = tool('convert_weights.py', 'hf-dpt', str(tmp_path), str(tmp_path / 'out'), '--debug')
     assert done.returncode == 1 and 'Traceback (most recent call last)' in done.stderr
     assert "HFConfigError: " in done.stderr.splitlines()[-1]

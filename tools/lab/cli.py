@@ -58,10 +58,13 @@ def is_refusal(err: BaseException) -> bool:
 
 
 def one_line(err: BaseException) -> str:
-    """``err``'s message as the user reads it (a KeyError's without the quotes repr adds)."""
+    """``err``'s message as the user reads it (a KeyError's without the quotes repr adds), after its class name
+    when the class is the project's own (``HFConfigError: ...``, as docs/reliability.md quotes them)."""
     if isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
-        return err.args[0]
-    return str(err) or type(err).__name__
+        message = err.args[0]
+    else:
+        message = str(err) or type(err).__name__
+    return f"{type(err).__name__}: {message}" if _in_project(type(err).__module__) else message
 
 
 def run_main(main, argv: list[str] | None = None):
