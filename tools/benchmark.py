@@ -228,4 +228,5 @@ SWEEP_COLUMNS = ['size', 'tokens', 'attention', 'dtype', 'seconds', 'peak_MiB', 
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

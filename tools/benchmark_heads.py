@@ -99,4 +99,5 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == '__main__':
-    sys.exit(int(any('refused' in row for row in main())))
+    from lab.cli import run_main
+    sys.exit(int(any('refused' in row for row in run_main(main))))

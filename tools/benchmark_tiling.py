@@ -143,4 +143,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

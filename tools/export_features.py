@@ -109,10 +109,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except Exception as err:
-        from heads.features import ExportSettingsError  # imported after the arguments are parsed: --help stays light
-        if not isinstance(err, ExportSettingsError):
-            raise
-        sys.exit(f"error: {err}")  # a folder holding another export: the message says what to do
+    from lab.cli import run_main
+    run_main(main)  # a folder holding another export (ExportSettingsError): one line saying what to do

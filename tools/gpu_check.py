@@ -41,4 +41,5 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

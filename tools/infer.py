@@ -396,4 +396,5 @@ def main(argv=None) -> list[Path]:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

@@ -70,4 +70,5 @@ def main(argv=None) -> dict[str, Counter]:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

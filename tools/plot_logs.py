@@ -109,4 +109,5 @@ def main(argv=None) -> dict[str, dict]:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

@@ -171,4 +171,5 @@ def benchmark_size(meta: dict) -> tuple[int, int]:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)

@@ -57,6 +57,7 @@ def main(argv=None) -> dict:
 
 
 if __name__ == '__main__':
-    main()
+    from lab.cli import run_main
+    run_main(main)
     from heads.engine.launch import end_launch
     end_launch()  # a script's run leaves its process group before exit (main may run again in a process)

@@ -75,12 +75,7 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    try:
-        main()
-    except Exception as err:
-        from heads.engine.checkpoints.earlier_run import WorkDirInUseError
-        if not isinstance(err, WorkDirInUseError):
-            raise
-        sys.exit(f"error: {err}")  # an earlier run's checkpoints in the work dir: the message says what to do
+    from lab.cli import run_main
+    run_main(main)
     from heads.engine.launch import end_launch
     end_launch()  # a script's run leaves its process group before exit (main may run again in a process)

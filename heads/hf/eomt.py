@@ -117,6 +117,9 @@ def eomt_config_from_hf(config: dict, source='config.json') -> dict:
         backbone = dict(common, name='vit_small_patch14_dinov2', swiglu=swiglu, qkv_bias=True, pos_embed_prefix=False,
                         pos_interp='bicubic', pos_antialias=False)
     else:
+        if hidden // heads % 4:  # DINOv3's rotary positions split a head's width over 2 axes, sines and cosines
+            f.fail('num_attention_heads', f"a divisor of hidden_size {hidden} leaving a head width divisible by 4 "
+                                          f"(DINOv3's 2-D rotary positions)")
         mlp_hidden, swiglu = f.integer('intermediate_size', 4096), f.flag('use_gated_mlp', False)
         if swiglu and act != 'silu':  # its gated MLP gates with hidden_act: SwiGLU with 'silu'
             f.fail('hidden_act', "'silu' with use_gated_mlp (a SwiGLU MLP)")

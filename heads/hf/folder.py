@@ -15,7 +15,7 @@ from zoo.weights.io import check_local
 from zoo.weights.layout_error import CheckpointLayoutError
 
 from ..registry import MODELS
-from .config import read_config_json
+from .config import HFConfigError, read_config_json
 
 #: model_type -> (module under heads.hf, its config function, its state function (state, model) -> state);
 #: any other model_type is read as a DPT config (which refuses what it is not).
@@ -39,6 +39,10 @@ def from_pretrained_hf(folder):
     if not config_file.is_file():
         raise FileNotFoundError(f"{folder} has no config.json: expected a transformers save_pretrained folder")
     config = read_config_json(config_file)
+    if not isinstance(config.get('model_type'), (str, type(None))):
+        raise HFConfigError(f"{config_file}: field 'model_type' must be a string naming the model (one of "
+                            f"{', '.join(map(repr, KINDS))}), got {type(config['model_type']).__name__} "
+                            f"{str(config['model_type'])[:60]}")
     module, config_fn, state_fn = KINDS.get(config.get('model_type'), KINDS['dpt'])
     module = import_module(f'heads.hf.{module}')
     model_cfg = getattr(module, config_fn)(config, config_file)

@@ -96,7 +96,7 @@ def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
     for name, wanted in (('activation_function', 'relu'), ('pre_norm', False)):
         if config.get(name, wanted) != wanted:
             f.fail(name, repr(wanted) + " (the post-norm ReLU decoder Mask2Former trains)")
-    if list(f.get('feature_strides', [4, 8, 16, 32])) != [4, 8, 16, 32]:
+    if f.get('feature_strides', [4, 8, 16, 32]) != [4, 8, 16, 32]:
         f.fail('feature_strides', '[4, 8, 16, 32] (the Swin stages)')
     id2label = config.get('id2label') or {}
     if not isinstance(id2label, dict):

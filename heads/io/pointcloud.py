@@ -23,11 +23,13 @@ import numpy as np
 
 XYZ = [('x', '<f4'), ('y', '<f4'), ('z', '<f4')]
 RGB = [('red', 'u1'), ('green', 'u1'), ('blue', 'u1')]
+MIN_FOCAL, MAX_ENTRY = 1e-3, 1e8  # pixels: the bounds of check_intrinsics that keep back-projected points finite
 
 
 def check_intrinsics(intrinsics, name: str = 'intrinsics') -> np.ndarray:
     """float64 3x3 camera matrix of ``intrinsics`` (3x3 nested lists or array) or ValueError naming ``name`` and
-    what is wrong: not 3x3, not finite, fx or fy not positive, or a bottom row other than [0, 0, 1] or K[1, 0] != 0."""
+    what is wrong: not 3x3, not finite, fx or fy below ``MIN_FOCAL`` (zero or negative included), an entry above
+    ``MAX_ENTRY``, or a bottom row other than [0, 0, 1] or K[1, 0] != 0."""
     try:
         matrix = np.asarray(intrinsics, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -40,6 +42,13 @@ def check_intrinsics(intrinsics, name: str = 'intrinsics') -> np.ndarray:
     if matrix[0, 0] <= 0 or matrix[1, 1] <= 0:
         raise ValueError(f"{name}: the focal lengths fx = {matrix[0, 0]:g}, fy = {matrix[1, 1]:g} (pixels) must be "
                          f"positive")
+    if min(matrix[0, 0], matrix[1, 1]) < MIN_FOCAL:
+        raise ValueError(f"{name}: the focal lengths fx = {matrix[0, 0]:g}, fy = {matrix[1, 1]:g} (pixels) must be "
+                         f"at least {MIN_FOCAL:g}: a smaller one is a field of view of 180 degrees less a hair, and "
+                         f"back-projection would give non-finite points")
+    if np.abs(matrix[:2]).max() > MAX_ENTRY:
+        raise ValueError(f"{name}: the value {np.abs(matrix[:2]).max():g} is above {MAX_ENTRY:g} pixels, more "
+                         f"than any image's size: a matrix in other units, or a damaged file? Got {matrix.tolist()}")
     if matrix[1, 0] != 0 or not np.array_equal(matrix[2], [0.0, 0.0, 1.0]):
         raise ValueError(f"{name} is not a pinhole camera matrix: K[1, 0] must be 0 and the last row [0, 0, 1], "
                          f"got {matrix.tolist()}")
@@ -81,6 +90,9 @@ def back_project(depth: np.ndarray, intrinsics, colours: np.ndarray | None = Non
     z = depth[valid].astype(np.float64)
     rays = np.linalg.solve(matrix, np.stack([u, v, np.ones_like(u)]).astype(np.float64))  # '3 n', z = 1
     points = (rays * z).T.astype(np.float32)
+    if not np.isfinite(points).all():
+        raise ValueError(f"back-projection with the camera matrix {matrix.tolist()} gives non-finite points for "
+                         f"depths up to {z.max():g}: is the depth in metres and the matrix in pixels?")
     points[:, 2] = depth[valid]  # exactly the stored depth
     return points, (None if colours is None else np.ascontiguousarray(colours[valid], dtype=np.uint8))
 
@@ -150,8 +162,13 @@ def read_ply(path) -> tuple[np.ndarray, np.ndarray | None]:
             raise ValueError(f"{path} is in PLY format {' '.join(words[1:])}; this reader reads "
                              f"binary_little_endian 1.0 only (as write_ply writes)")
         elif words[0] == 'element':
+            if len(words) != 3:
+                raise ValueError(f"{path}: header line {line.strip()!r} is not 'element <name> <count>'")
             if words[1] != 'vertex' or count is not None:
                 raise ValueError(f"{path} has element {words[1]!r}; this reader reads one 'vertex' element only")
+            if not words[2].isdigit():
+                raise ValueError(f"{path}: the vertex count {words[2]!r} (header line {line.strip()!r}) is not a "
+                                 f"non-negative integer")
             count = int(words[2])
         elif words[0] == 'property':
             if len(words) != 3 or words[1] not in names:

@@ -7,6 +7,8 @@ from mmengine.structures.base_data_element import BaseDataElement
 
 from heads.registry import MODELS
 
+from ..reference import perturb_
+
 SWIN = dict(type='ZooBackbone', name='swin_tiny_patch4_window7_224', embed_dim=16, depths=[1, 1, 1, 1],
             num_heads=[1, 1, 2, 2], window=4)
 CVT = dict(type='ZooBackbone', name='cvt_13_224', embed_dims=(16, 32, 64), num_heads=(1, 2, 2), depths=(1, 1, 1))
@@ -63,13 +65,61 @@ def test_one_training_step_reaches_every_part_and_lowers_the_loss(backbone):
         assert sum(model(x, batch, mode='loss').values()) < total
 
 
-def test_predictions_of_every_task():
-    model = tiny(SWIN, test_cfg=dict(tasks=('semantic', 'instance', 'panoptic'))).eval()
+def predictions_of_every_task():
+    """A perturbed tiny model's predictions of the three tasks (at its init one class wins everywhere) and its
+    logits for the same two images."""
+    model = tiny(SWIN, test_cfg=dict(tasks=('semantic', 'instance', 'panoptic'), object_threshold=0.3,
+                                     overlap_threshold=0.5, stuff_classes=STUFF))
+    perturb_(model, 0.1).eval()
+    x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
-        out = model(torch.randn(2, 3, 64, 64), samples(), mode='predict')
+        return model(x, samples(), mode='predict'), model(x, mode='tensor')
+
+
+STUFF = (0,)
+
+
+def test_predictions_of_every_task():
+    """Values, not only shapes: the semantic scores are the formula's (softmax class probabilities without no-object
+    times sigmoid mask probabilities, summed over queries, masks resized to the image), the instances those of
+    instance_results on the resized masks."""
+    from heads.models.mask_inference import instance_results
+    out, (class_logits, mask_logits) = predictions_of_every_task()
     assert out[0].pred_sem_seg.data.shape == (1, 64, 64) and out[0].seg_logits.data.shape == (3, 64, 64)
     assert isinstance(out[0].pred_instances, InstanceData) and out[0].pred_instances.masks.shape[-2:] == (64, 64)
     assert out[1].pred_panoptic_seg.data.shape == (1, 64, 64)
+    masks = torch.nn.functional.interpolate(mask_logits, size=(64, 64), mode='bilinear', align_corners=False)
+    scores = torch.einsum('bqc,bqhw->bchw', class_logits.softmax(-1)[..., :-1], masks.sigmoid())
+    for image, sample in enumerate(out):
+        torch.testing.assert_close(sample.seg_logits.data, scores[image])
+        assert torch.equal(sample.pred_sem_seg.data[0], scores[image].argmax(0))
+        assert (scores[image].amax((1, 2)) - scores[image].amin((1, 2))).min() > 1e-2  # scores that vary
+        want = instance_results(class_logits[image], masks[image], stuff_classes=STUFF)
+        got = sample.pred_instances
+        assert torch.equal(got.masks, want[0]) and torch.equal(got.labels, want[1]) and len(got.labels) > 0
+        torch.testing.assert_close(got.scores, want[2])
+
+
+@pytest.mark.slow  # transformers' import
+def test_panoptic_predictions_equal_transformers_eomt_processor():
+    """The model's panoptic maps equal transformers' EoMT processor's on the same logits (segments, labels,
+    scores, pixels; at least one segment per image)."""
+    transformers = pytest.importorskip('transformers')
+    from heads.io.labels import INSTANCE_OFFSET
+    out, (class_logits, mask_logits) = predictions_of_every_task()
+    theirs = transformers.EomtImageProcessor().post_process_panoptic_segmentation(
+        transformers.models.eomt.modeling_eomt.EomtForUniversalSegmentationOutput(
+            class_queries_logits=class_logits, masks_queries_logits=mask_logits),
+        target_sizes=[(64, 64)] * 2, threshold=0.3, overlap_mask_area_threshold=0.5, stuff_classes=list(STUFF),
+        size={'shortest_edge': 64, 'longest_edge': 64})
+    for sample, reference in zip(out, theirs):
+        ours, segments = sample.pred_panoptic_seg.data[0], sample.pred_panoptic_seg.metainfo['segments_info']
+        assert len(segments) == len(reference['segments_info']) >= 1
+        assert torch.equal(ours == 3, reference['segmentation'] == -1)
+        for mine, info in zip(segments, reference['segments_info']):
+            assert mine['label'] == info['label_id'] and abs(mine['score'] - info['score']) < 1e-6
+            assert torch.equal(ours == mine['id'], reference['segmentation'] == info['id'])
+            assert mine['id'] % INSTANCE_OFFSET == mine['label']
 
 
 def test_runner_steps_through_the_preprocessor_pad_and_predict_at_the_image_size():

@@ -76,3 +76,23 @@ def test_bad_intrinsics_and_ply_are_named(tmp_path):
     with pytest.raises(ValueError, match=r'cut.ply holds 43 bytes .* 4 vertices need 48'):
         read_ply(cut)
     assert read_ply(write_ply(tmp_path / 'plain.ply', np.ones((4, 3), np.float32)))[1] is None
+
+
+def test_degenerate_intrinsics_and_malformed_ply_headers_are_named(tmp_path):
+    """fx = 1e-300 passed and back-projected to infinite points; an 'element' line of two words raised IndexError,
+    a vertex count that is no number a ValueError without the file."""
+    with pytest.raises(ValueError, match=r'camera.txt: the focal lengths fx = 1e-300, fy = 5 .* at least 0.001'):
+        check_intrinsics([[1e-300, 0, 1], [0, 5, 1], [0, 0, 1]], 'intrinsics file camera.txt')
+    with pytest.raises(ValueError, match=r'K: the value 1e\+300 is above 1e\+08 pixels'):
+        check_intrinsics([[5, 0, 1e300], [0, 5, 1], [0, 0, 1]], 'K')
+    with pytest.raises(ValueError, match=r'non-finite points for depths up to 1e\+38'):
+        back_project(np.full((2, 2), 1e38, np.float32), [[1e-3, 1e8, 0], [0, 1e-3, 0], [0, 0, 1]])
+    header = 'ply\nformat binary_little_endian 1.0\n{}\nproperty float x\nproperty float y\nproperty float z\n'
+    for element, message in [('element vertex', r"short.ply: header line 'element vertex' is not 'element <name> "
+                                                r"<count>'"),
+                             ('element vertex lots', r"short.ply: the vertex count 'lots' .* is not a non-negative"),
+                             ('element vertex -1', r"short.ply: the vertex count '-1'")]:
+        (tmp_path / 'short.ply').write_bytes((header.format(element) + 'end_header\n').encode())
+        with pytest.raises(ValueError, match=message):
+            read_ply(tmp_path / 'short.ply')
+

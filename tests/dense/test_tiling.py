@@ -14,7 +14,7 @@ from heads.models.depth_anything import depth_anything_v2_config
 from heads.models.tiling import align_to, ramp_profile, tile_starts, tile_weights, tiled_inference
 from zoo.profiling import peak_memory
 
-from ..reference import sample_street, shared_data, tiny_dpt
+from ..reference import perturb_, sample_street, shared_data, tiny_dpt
 
 
 def test_tile_origins_spread_evenly_with_at_least_the_overlap():
@@ -202,5 +202,23 @@ def test_predictor_tiles_a_real_image_at_its_own_size():
     image = cv2.resize(cv2.imread(str(sample_street())), (640, 480))[:, :, ::-1].copy()
     cfg = dict(model=tiny_dpt('relative'), predict_scale=(160, 120))
     torch.manual_seed(0)
-    depth = heads.Predictor(cfg, tile=(256, 256), overlap=64)(image)
+    predictor = heads.Predictor(cfg, tile=(256, 256), overlap=64)
+    perturb_(predictor.model, 0.05)  # at its init the tiny model predicts 0 everywhere: no value to check
+    depth = predictor(image)
     assert depth.shape == (480, 640) and depth.dtype == np.float32  # predict_scale is not applied when tiling
+    # the values: tiles at rows 0, 112, 224 and columns 0, 192, 384 (tile_starts); where one tile alone covers the image
+    # the prediction is that tile's own prediction (the first tile: as it is; the others: mapped by a scale and
+    # shift onto the blend, relative depth), computed here from the image normalised by hand and the model untiled
+    assert tile_starts(480, 256, 64) == [0, 112, 224] and tile_starts(640, 256, 64) == [0, 192, 384]
+    whole = heads.MODELS.build(tiny_dpt('relative')).eval()
+    whole.load_state_dict(predictor.model.state_dict())
+    mean, std = torch.tensor([123.675, 116.28, 103.53]), torch.tensor([58.395, 57.12, 57.375])
+    x = ((torch.from_numpy(image).permute(2, 0, 1).float() - mean[:, None, None]) / std[:, None, None])[None]
+    with torch.no_grad():
+        first = whole.predict_tensor(x[..., :256, :256])[0, 0].numpy()
+        last = whole.predict_tensor(x[..., 224:, 384:])[0, 0].numpy()
+    np.testing.assert_allclose(depth[:112, :192], first[:112, :192], rtol=1e-4, atol=1e-5 * np.abs(first).max())
+    alone = last[144:, 64:]  # rows 368-480, columns 448-640: the last tile's alone
+    scale, shift = np.polyfit(alone.ravel(), depth[368:, 448:].ravel(), 1)
+    assert scale > 0 and np.abs(scale * alone + shift - depth[368:, 448:]).max() < 1e-3 * depth[368:, 448:].std()
+    assert depth.std() > 5e-3 * np.abs(depth).max() and alone.std() > 0.1 * np.abs(alone).max()  # not constants

@@ -11,6 +11,8 @@ Probabilities are set in the paper's order (earlier blocks anneal first): transf
 mask in a block whose probability is 0 when an earlier one's is not; ours runs that block unmasked. The training
 loss (matching and point-sampled mask losses over every block's predictions) equals transformers' too.
 """
+import json
+
 import pytest
 import torch
 from mmengine.structures import BaseDataElement, InstanceData
@@ -104,11 +106,25 @@ def test_dinov3_non_square_grid_equals_transformers(tmp_path):
 
 
 def test_other_sizes_run_with_the_table_resampled(tmp_path):
-    reference_model().save_pretrained(tmp_path)
+    """At 40x24 (a 10x6 grid; the folder's table is 8x8) ours equals transformers' model given the table resampled
+    by the formula: bicubic to 10x6, half-pixel centres (align_corners=False), no antialias, as transformers'
+    DINOv2 (a shape check alone passed whatever the resampling did)."""
+    reference = reference_model()
+    reference.save_pretrained(tmp_path)
     ours = heads.from_pretrained_hf(tmp_path)
+    table = reference.embeddings.position_embeddings.weight.detach()  # '(8 8) c'
+    grid = (10, 6)
+    resampled = torch.nn.functional.interpolate(table.reshape(1, 8, 8, -1).permute(0, 3, 1, 2), size=grid,
+                                                mode='bicubic', align_corners=False, antialias=False)
     with torch.no_grad():
-        classes, masks = ours(torch.randn(1, 3, 40, 24), mode='tensor')
-    assert classes.shape == (1, 6, 6) and masks.shape == (1, 6, 40, 24)  # 2 upscaling blocks: stride 4 / 4 = 1
+        reference.embeddings.position_embeddings = nn.Embedding.from_pretrained(
+            resampled.permute(0, 2, 3, 1).reshape(grid[0] * grid[1], -1))
+        reference.embeddings.position_ids = torch.arange(grid[0] * grid[1])[None]
+        reference.grid_size = grid
+    x = torch.randn(1, 3, 40, 24)
+    masks = assert_same_logits(ours, reference, x)
+    assert masks.shape == (1, 6, 40, 24)  # 2 upscaling blocks: stride 4 / 4 = 1
+    assert_same_logits(ours, reference, x, (0.0, 0.0))
 
 
 def test_bad_config_fields_are_named(tmp_path):
@@ -152,3 +168,16 @@ def test_training_loss_equals_transformers(tmp_path):
     got.backward()
     assert ours.query.weight.grad.abs().sum() > 0
 
+
+
+def test_malformed_model_type_and_head_count_are_named(tmp_path):
+    """A model_type that is a list or an object raised TypeError (unhashable) in from_pretrained_hf; an EoMT-DINOv3
+    head count leaving a head width not divisible by 4 a ValueError from the rotary positions without the file."""
+    config = transformers.EomtConfig(**TINY).to_dict()
+    for model_type in (['eomt'], {'eomt': 1}):
+        (tmp_path / 'config.json').write_text(json.dumps({**config, 'model_type': model_type}))
+        with pytest.raises(HFConfigError, match=r"config.json: field 'model_type' must be a string naming the model"):
+            heads.from_pretrained_hf(tmp_path)
+    dinov3 = transformers.EomtDinov3Config(**TINY).to_dict()
+    with pytest.raises(HFConfigError, match=r"x/config.json: field 'num_attention_heads' .* divisible by 4"):
+        eomt_config_from_hf({**dinov3, 'num_attention_heads': 16}, 'x/config.json')

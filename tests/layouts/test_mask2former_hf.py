@@ -100,3 +100,17 @@ def test_a_damaged_checkpoint_names_the_folder_and_its_key(tmp_path):
     save_file(state, tmp_path / 'model.safetensors', metadata={'format': 'pt'})
     with pytest.raises(CheckpointLayoutError, match=rf"{tmp_path}.*{key}.*3 \* width rows"):
         heads.from_pretrained_hf(tmp_path)
+
+
+def test_malformed_model_type_and_feature_strides_are_named(tmp_path):
+    """feature_strides an integer raised TypeError ('int' object is not iterable); a model_type that is a list
+    TypeError (unhashable) in from_pretrained_hf."""
+    import json
+
+    from heads.hf.mask2former import mask2former_config_from_hf
+    config = transformers.Mask2FormerConfig(**TINY).to_dict()
+    with pytest.raises(HFConfigError, match=r"x/config.json: field 'feature_strides' must be \[4, 8, 16, 32\]"):
+        mask2former_config_from_hf({**config, 'feature_strides': 4}, 'x/config.json')
+    (tmp_path / 'config.json').write_text(json.dumps({**config, 'model_type': ['mask2former']}))
+    with pytest.raises(HFConfigError, match=r"config.json: field 'model_type' must be a string"):
+        heads.from_pretrained_hf(tmp_path)

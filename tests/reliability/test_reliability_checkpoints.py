@@ -2,6 +2,7 @@
 model does to training through tools/train.py, and what is kept (docs/reliability.md, "Faults")."""
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -99,8 +100,9 @@ def test_remote_checkpoint_paths_are_refused_not_downloaded(tmp_path, option):
     with pytest.raises(RemoteCheckpointError, match=r"refusing to read s3://bucket/run/iter_2\.pth: remote "
                                                     r"checkpoints are not downloaded at run time"):
         train_tool.main(quick(tmp_path, 1, *extra) + resume)
-    with pytest.raises(RemoteCheckpointError, match='https://example.org/w.pth'):
-        zoo.create_backbone('vit_tiny_patch16_224', depth=1, pretrained='https://example.org/w.pth')
+    for remote in ('https://example.org/w.pth', 'open-mmlab://vit/vit_base.pth'):  # mmcv's model-zoo scheme too
+        with pytest.raises(RemoteCheckpointError, match=f'refusing to read {re.escape(remote)}: remote'):
+            zoo.create_backbone('vit_tiny_patch16_224', depth=1, pretrained=remote)
 
 
 def test_mmengine_pretrained_initialisation_is_refused_before_building(tmp_path):

@@ -93,7 +93,7 @@ def test_the_tool_exits_with_the_message_and_changes_nothing(first_run, tmp_path
     before = files_of(work_dir)
     done = subprocess.run([sys.executable, 'tools/train.py', *quick(work_dir, 2, 'optim_wrapper.optimizer.lr=0.01')],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1 and 'Traceback' not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 2 and 'Traceback' not in done.stderr, done.stderr[-2000:]
     assert done.stderr.startswith(f'error: work dir {work_dir} holds checkpoints of an earlier run'), done.stderr
     assert files_of(work_dir) == before
 

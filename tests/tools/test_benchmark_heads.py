@@ -34,6 +34,20 @@ def test_a_pair_whose_outputs_differ_is_refused_and_not_timed():
     assert head_pairs.table([row])[-1].startswith('| UperNet | - | - | refused: outputs differ by 1.0e-03')
 
 
+@pytest.mark.slow
+def test_the_time_ratio_tells_a_call_doing_three_times_the_work():
+    """The ratio ours / reference is the paired median, right way round: the same call on both sides gives about 1,
+    a reference doing the work three times about 1/3 (a ratio only checked for '> 0' passed either way, or
+    inverted). Bounds wide enough for a busy machine (the calls take ~10 ms)."""
+    ours, reference = head_pairs.build_pair('upernet', (64, 64), tiny=True)
+    x = torch.randn(1, 3, 64, 64)
+    ours_call = lambda: head_pairs.outputs_ours('upernet', ours, x)  # noqa: E731
+    thrice = lambda: (ours_call(), ours_call(), ours_call())[2]  # noqa: E731
+    same = head_pairs.measure('same', ours_call, ours_call, 9)['ratio']
+    slowed = head_pairs.measure('slowed', ours_call, thrice, 9)['ratio']
+    assert 0.6 < same < 1.67 and 0.15 < slowed < 0.6, (same, slowed)
+
+
 @pytest.mark.parametrize('argv, message', [(['--size', '64', '96'], 'square'), (['--size', '72', '72'], '16'),
                                            (['--heads', 'upernet', '--rounds', '0'], 'positive')])
 def test_sizes_eomt_cannot_take_are_refused_before_building(argv, message):

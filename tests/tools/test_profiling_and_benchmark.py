@@ -41,6 +41,31 @@ def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
 
 
 @pytest.mark.slow
+def test_benchmark_ratio_tells_a_reference_doing_three_times_the_work(monkeypatch):
+    """ratio = reference time / ours, the paired median, right way round: timm's model made to run its forward three
+    times (same weights, same output) raises the ratio about threefold against the plain one; a ratio only checked
+    for '> 0' passed either way, or inverted. Bounds wide enough for a busy machine."""
+    pytest.importorskip('timm')
+    import benchmark
+
+    from lab.benchmark import reference
+
+    def thrice(name):
+        model = plain(name)
+        forward = model.forward
+        model.forward = lambda x: (forward(x), forward(x), forward(x))[2]
+        return model
+    args = ['--models', 'deit_tiny_patch16_224', '--batch', '1', '--size', '224', '--dtypes', 'fp32', '--warmup',
+            '1', '--iters', '5']
+    plain = reference.reference_model
+    base = benchmark.main(args)[0]['ratio']
+    monkeypatch.setattr(reference, 'reference_model', thrice)
+    slowed = benchmark.main(args)[0]
+    assert 1.8 < slowed['ratio'] / base < 5 and slowed['ratio'] > 1.5, (base, slowed['ratio'])
+    assert slowed['ours_img_s'] / slowed['ref_img_s'] == pytest.approx(slowed['ratio'], rel=0.5)
+
+
+@pytest.mark.slow
 def test_dpt_benchmark_compares_with_transformers(capsys):
     pytest.importorskip('transformers')
     import benchmark

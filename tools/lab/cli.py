@@ -1,13 +1,89 @@
-"""What the command-line tools share: argument types and progress for long steps. Standard library only: a tool
-parses its arguments (and answers ``--help``) before it imports torch or anything else heavy."""
+"""What the command-line tools share: argument types, progress for long steps and one-line refusals
+(:func:`run_main`). Standard library only: a tool parses its arguments (and answers ``--help``) before it imports
+torch or anything else heavy."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import linecache
 import sys
 import threading
 import time
+from pathlib import Path
+
+#: where a refusal may come from: this project's packages and the tools (run as __main__ or imported as modules)
+PROJECT_PACKAGES = ('zoo', 'heads', 'lab')
+TOOLS_DIR = Path(__file__).resolve().parents[1]
+#: raised anywhere, these are about the user's files (the message names the path), not the code
+FILE_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
+#: raised by a ``raise`` statement of the project, these are its refusals of bad input (a message saying what to fix)
+REFUSALS = (ValueError, TypeError, KeyError, LookupError, OSError, FloatingPointError, RuntimeError)
+DEBUG_FLAG = '--debug'
+
+
+def _in_project(module: str, filename: str | None = None) -> bool:
+    """Whether code of ``module`` (file ``filename``; default: the module's) is this project's."""
+    if module.split('.')[0] in PROJECT_PACKAGES:
+        return True
+    filename = filename or getattr(sys.modules.get(module), '__file__', None)
+    if not filename:
+        return False
+    try:
+        return Path(filename).resolve().is_relative_to(TOOLS_DIR)
+    except (OSError, ValueError):
+        return False
+
+
+def is_refusal(err: BaseException) -> bool:
+    """Whether ``err`` is a refusal of the user's input (its message is the whole story) rather than a bug: an error
+    class of this project (``CheckpointError``, ``ImageError``, ``HFConfigError``, ``ConfigValueError``...), a
+    missing/existing/unreadable file, or a standard error (ValueError, TypeError, KeyError, OSError...) raised by a
+    ``raise`` statement in the project's code. Anything else, an error raised inside torch or numpy or a failed
+    ``assert``, is a bug and keeps its traceback."""
+    if isinstance(err, FILE_ERRORS):
+        return True
+    if _in_project(type(err).__module__):
+        return True
+    if not isinstance(err, REFUSALS) or isinstance(err, (AssertionError, NotImplementedError, RecursionError)):
+        return False
+    tb = err.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+    return _in_project(tb.tb_frame.f_globals.get('__name__', ''), code.co_filename) and line.startswith('raise ')
+
+
+def one_line(err: BaseException) -> str:
+    """``err``'s message as the user reads it (a KeyError's without the quotes repr adds), after its class name
+    when the class is the project's own (``HFConfigError: ...``, as docs/reliability.md quotes them)."""
+    if isinstance(err, KeyError) and len(err.args) == 1 and isinstance(err.args[0], str):
+        message = err.args[0]
+    else:
+        message = str(err) or type(err).__name__
+    return f"{type(err).__name__}: {message}" if _in_project(type(err).__module__) else message
+
+
+def run_main(main, argv: list[str] | None = None):
+    """Run a tool's ``main()`` as its ``if __name__ == '__main__':`` entry: a refusal (:func:`is_refusal`) prints
+    ``error: <message>`` on stderr and exits with status 2 (as argparse's usage errors); ``--debug`` anywhere in the
+    arguments (before a ``--``) is taken out of ``sys.argv`` and lets the refusal through with its full traceback.
+    Bugs keep their traceback either way. Returns what ``main`` returns."""
+    args = sys.argv if argv is None else argv
+    end = args.index('--') if '--' in args else len(args)
+    debug = DEBUG_FLAG in args[1:end]
+    if debug:
+        args[:] = [a for i, a in enumerate(args) if not (a == DEBUG_FLAG and 0 < i < end)]
+    try:
+        return main()
+    except Exception as err:
+        if debug or not is_refusal(err):
+            raise
+        print(f"error: {one_line(err)} ({DEBUG_FLAG} for the traceback)", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def json_object(text: str) -> dict:
