@@ -13,7 +13,10 @@ Mask2Former or EoMT model to 'class_logits' 'b q c+1' and 'mask_logits' 'b q h w
 file carries the preprocessing, inference strategy, resize and class names (heads.export.metadata), so that
 `tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint (dense models; it refuses a mask
 model's file, whose semantic/instance/panoptic post-processing is not in the graph).
-Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). --check compares
+Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). The export is dynamic:
+without --size it traces at a size that suits the model (non-square: its smallest trace side, one multiple wider;
+for Swin every stage's map wider than its window, e.g. 256x288 for Swin-T), and a --size it cannot trace at is
+refused in one line naming one to use. --check compares
 the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, the program's module for
 --format program), prints the max abs difference and exits with 1 if one exceeds --tolerance.
 """
@@ -40,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--format', choices=('onnx', 'program'), default='onnx',
                         help='onnx, or program: a torch.export program saved with torch.export.save (.pt2)')
     parser.add_argument('--size', type=int, nargs=2, metavar=('H', 'W'),
-                        help='example input size traced (default: the smallest allowed side, and one multiple wider)')
+                        help='example input size traced (default: the smallest side the model traces at, and one '
+                             'multiple wider; the exported graph takes other sizes)')
     parser.add_argument('--check', type=int, nargs=2, action='append', default=[], metavar=('H', 'W'),
                         help='compare with PyTorch at this input size after exporting (repeatable)')
     parser.add_argument('--tolerance', type=float, default=1e-3, help='largest max abs difference --check accepts')
@@ -102,17 +106,20 @@ def main(argv=None) -> int:
         min_side,
         required_multiple,
     )
+    from heads.export.sizes import check_trace_size, trace_side
     with stage('building the model'):
         model = build_model(args)
     multiple = required_multiple(exportable(model))
     smallest = min_side(model, multiple)
-    size = tuple(args.size) if args.size else (smallest, smallest + multiple)
+    tracing = trace_side(model, multiple)
+    size = tuple(args.size) if args.size else (tracing, tracing + multiple)
     try:
-        check_size(size, multiple, smallest)
+        check_trace_size(size, multiple, tracing, smallest)
         checks = [check_size(s, multiple, smallest if args.format == 'program' else None) for s in args.check]
     except ValueError as e:
         parser.error(str(e))
-    print(f"{type(model).__name__}: input sides multiples of {multiple} (program: from {smallest})", flush=True)
+    print(f"{type(model).__name__}: input sides multiples of {multiple} (program: from {smallest}; traced from "
+          f"{tracing})", flush=True)
     with stage(f'tracing with torch.export at {size[0]}x{size[1]}'):
         program = export_program(model, size, multiple)
     if args.format == 'onnx':

@@ -17,7 +17,7 @@ from .wrappers import TensorOutputs, exportable
 SINGLE_FILE_BYTES = 1800 * 2 ** 20  # weights above this go to PATH.data (protobuf files are limited to 2 GiB)
 
 
-def export_onnx(model: nn.Module, path, example_size=(64, 96), opset: int | None = None,
+def export_onnx(model: nn.Module, path, example_size=None, opset: int | None = None,
                 multiple: int | None = None, program: ExportedProgram | None = None,
                 metadata: dict | None = None) -> Path:
     """Write ``model`` (see :func:`heads.export.export_program`) to the ONNX file ``path`` with a dynamic batch,

@@ -11,7 +11,7 @@ from zoo.core import Attention, set_fused_attention
 
 from .compare import max_abs_diffs
 from .limits import refuse_inexact
-from .sizes import check_size, min_side, required_multiple
+from .sizes import check_trace_size, min_side, required_multiple, trace_side, trace_size
 from .wrappers import exportable
 
 MAX_BATCH = 1024
@@ -83,17 +83,19 @@ def constant_schedules(module: nn.Module):
         yield module
 
 
-def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None = None,
+def export_program(model: nn.Module, example_size=None, multiple: int | None = None,
                    max_side: int = 4096) -> ExportedProgram:
     """``torch.export.export`` of ``model`` (wrapped by :func:`heads.export.exportable`, so in eval mode) traced
-    at ``example_size`` (h, w), with a dynamic batch (1 to :data:`MAX_BATCH`), height and width: any multiple of
+    at ``example_size`` (h, w; default :func:`heads.export.sizes.trace_size`: the model's smallest trace side and
+    one multiple wider), with a dynamic batch (1 to :data:`MAX_BATCH`), height and width: any multiple of
     ``multiple`` (default and smallest allowed: :func:`heads.export.required_multiple`) from
     :func:`heads.export.min_side` to ``max_side``.
 
     ``program.module()(x)`` then runs 'b 3 H W' inputs of those sizes (its guards reject others). An example
-    size that is not a multiple, or below the smallest side, raises ValueError; so does a trace that fixed the
-    batch, height or width (:func:`refuse_fixed_dims`), and a model with a part no dynamic-size export
-    reproduces exactly (:func:`heads.export.limits.inexact_parts`).
+    size that is not a multiple, or below the smallest trace side (:func:`heads.export.sizes.trace_side`: larger
+    than the smallest side for windowed attention), raises ValueError; so does a trace that fixed the batch,
+    height or width (:func:`refuse_fixed_dims`), and a model with a part no dynamic-size export reproduces
+    exactly (:func:`heads.export.limits.inexact_parts`).
     """
     module = exportable(model)
     refuse_inexact(module, type(module.model).__name__)
@@ -102,7 +104,10 @@ def export_program(model: nn.Module, example_size=(64, 96), multiple: int | None
     if multiple % needed:
         raise ValueError(f"multiple={multiple} is not a multiple of {needed}, which this model's maps need")
     minimum = min_side(module, multiple)
-    check_size(example_size, multiple, minimum)
+    if example_size is None:
+        example_size = trace_size(module, multiple)
+    else:
+        check_trace_size(example_size, multiple, trace_side(module, multiple), minimum)
     with explicit_attention(module), constant_schedules(module):
         try:
             program = torch.export.export(module, (example_input(module, example_size),),

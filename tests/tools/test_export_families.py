@@ -198,9 +198,10 @@ def test_swin_exports_with_dynamic_batch_and_size(name, tmp_path):
 
 @pytest.mark.slow
 def test_a_swin_trace_with_one_window_on_a_side_is_refused(tmp_path):
+    """Refused before tracing, naming the size to trace at (heads.export.sizes.trace_side)."""
     backbone = zoo.create_backbone('swin_tiny_patch4_window7_224', depths=(1, 1, 1, 1)).eval()
     out = tmp_path / 'swin.onnx'
-    with pytest.raises(ValueError, match='one .* window on a side.*trace at an input size'):
+    with pytest.raises(ValueError, match=r'96x128 is below the smallest side 256 .* window.*trace at e.g. 256x288'):
         export_onnx(backbone, out, example_size=(96, 128))
     assert not out.exists()
 
@@ -248,3 +249,23 @@ def test_an_export_that_would_fix_the_size_is_refused_with_the_reason(tmp_path):
     with pytest.raises(ValueError, match='PythonSizedBackbone fixed a dynamic input size.*refused'):
         export_onnx(PythonSizedBackbone().eval(), out, example_size=(32, 48))
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_levit_program_traced_at_a_square_size_runs_at_non_square_sizes():
+    """Traced at 256x256 (the square trace once folded sizes in: the downsampling's query grid written as
+    -(-h // 2), which torch.export could not prove equal to the strided slice's size, and the bias table's
+    resampling skipped where the last stage's grid equalled its build grid 4x4, fixing it), the program runs as
+    eager PyTorch at non-square sizes, batch 1."""
+    from heads.export import export_program
+    torch.manual_seed(0)
+    backbone = zoo.create_backbone('levit_128s', depths=(1, 1, 1)).eval()
+    program = export_program(backbone, (256, 256))
+    for h, w in ((512, 256), (256, 320)):
+        x = torch.randn(1, 3, h, w)
+        with torch.no_grad():
+            expected = exportable(backbone)(x)
+        got = program.module()(x)
+        assert [tuple(g.shape) for g in got] == [tuple(e.shape) for e in expected]
+        for g, e in zip(got, expected):
+            assert (g - e).abs().max() <= 1e-4 * e.abs().max(), (h, w)

@@ -18,6 +18,7 @@ from .grid import Grid
 from .pos_embed import square_grid
 from .rel_pos import _RelativeBias, cached_tensors
 from .weight_decay import NoWeightDecay
+from .windows import is_static
 
 
 @cached_tensors(maxsize=64)
@@ -32,9 +33,13 @@ def abs_offset_index(grid: Grid, stride: int) -> torch.Tensor:
 
 
 def resize_abs_offset_table(table: torch.Tensor, old: Grid, new: Grid) -> torch.Tensor:
-    """'heads (h w)' for offsets on ``old`` -> 'heads (h' w')' on ``new`` (bicubic in float32; identity if equal)."""
+    """'heads (h w)' for offsets on ``old`` -> 'heads (h' w')' on ``new`` (bicubic in float32; identity if equal).
+
+    A traced (symbolic) ``new`` is always resampled, equal or not (resampling to the same size is exact): comparing
+    it with ``old`` would fix the trace to the answer at the traced size (e.g. a 256-side trace of LeViT, whose
+    last stage then has its build grid 4x4, would run at that grid only)."""
     old, new = tuple(old), tuple(new)
-    if old == new:
+    if old == new if is_static(*new) else False:
         return table
     image = table.float().reshape(1, table.shape[0], *old)
     image = F.interpolate(image, size=new, mode='bicubic', align_corners=False, antialias=True)

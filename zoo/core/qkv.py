@@ -151,8 +151,12 @@ class StridedQueryQKV(nn.Module):
         self.stride = stride
 
     def query_grid(self, grid) -> tuple[int, int]:
-        """The grid of the queries (and of the attention output) for the token grid (h, w)."""
-        return -(-grid[0] // self.stride), -(-grid[1] // self.stride)
+        """The grid of the queries (and of the attention output) for the token grid (h, w): ceil(h / stride), written
+        as torch writes the size of the strided slice ``[::stride]`` ((h - 1) // stride + 1), so that a traced
+        (symbolic) grid is the same expression as the tokens' own size: written as -(-h // stride), torch.export
+        could not prove the two equal, and the reshape to this grid computed w as (h' w') // h', an expression
+        that an export traced at a square size could fold to the traced shape."""
+        return (grid[0] - 1) // self.stride + 1, (grid[1] - 1) // self.stride + 1
 
     def forward(self, x: torch.Tensor, grid=None):
         if grid is None:
