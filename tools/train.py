@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from lab.cli import add_run_options
 
