@@ -13,8 +13,6 @@ import pytest
 from heads.io.images import write_rgb
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = pytest.mark.xfail(reason='fixed on branch i51-engine', strict=False)
-INFER = pytest.mark.xfail(reason='fixed on branch i51-infer', strict=False)
 
 
 def tool(name: str):
@@ -195,8 +193,8 @@ CASES = [quantize_out, quantize_json, convert_timm, convert_hf, print_config, br
          export_model_config, export_model_checkpoint, export_features, visualize_attention, evaluate_out,
          evaluate_show_dir, make_patch_dataset, make_patch_dataset_into_images, make_camvid_detection,
          make_camvid_detection_into_annotations,
-         pytest.param(infer_into_its_inputs, marks=[pytest.mark.slow, INFER]),
-         pytest.param(infer_into_the_folder_of_its_inputs, marks=[pytest.mark.slow, INFER])]
+         pytest.param(infer_into_its_inputs, marks=pytest.mark.slow),
+         pytest.param(infer_into_the_folder_of_its_inputs, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize('case', CASES, ids=lambda case: case.__name__)
@@ -214,7 +212,6 @@ def test_a_tools_output_pointed_at_its_input_leaves_every_input_as_it_was(case, 
 
 
 @pytest.mark.slow
-@ENGINE
 def test_a_training_rerun_into_a_work_dir_with_checkpoints_keeps_them(tmp_path, monkeypatch):
     """tools/train.py CONFIG --work-dir W a second time without --resume trained from iteration 0 and wrote
     iter_2.pth over the first run's."""
