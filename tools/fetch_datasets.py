@@ -269,4 +269,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    from lab.cli import run_main
+    sys.exit(run_main(main))

@@ -23,11 +23,8 @@ from pathlib import Path
 
 from torch import nn
 
-from .metadata_check import check_metadata
+from .metadata_check import KEY, VERSION, check_metadata
 from .onnx_file import EXPORT_AGAIN, OnnxFileError, check_external_data, check_image_input, graph_outputs, load_proto
-
-KEY = 'heads.task_model'
-VERSION = 1
 
 
 def task_metadata(model: nn.Module) -> dict:

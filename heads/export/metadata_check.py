@@ -10,6 +10,8 @@ import math
 
 from .onnx_file import EXPORT_AGAIN, OnnxFileError
 
+KEY = 'heads.task_model'  # the metadata entry of an exported task model (heads.export.metadata writes it)
+VERSION = 1  # its format's version
 TASK_OUTPUTS = {'Segmentor': ['seg_logits'], 'DepthEstimator': ['depth'],
                 'MaskClassifier': ['class_logits', 'mask_logits']}
 OUTPUT_RANKS = {'seg_logits': 4, 'depth': 4, 'class_logits': 3, 'mask_logits': 4}
@@ -67,7 +69,6 @@ class Fields:
 def check_metadata(path, meta, outputs: dict[str, list], multiples=(1, 1)) -> None:
     """Check the task metadata ``meta`` of the ONNX file ``path``, whose graph has ``outputs`` ({name: dims}) and
     takes heights and widths that are ``multiples`` (h, w) of what its input names."""
-    from .metadata import KEY, VERSION
     check = Fields(path)
     if not isinstance(meta, dict):
         raise OnnxFileError(f"{path}: the task metadata under '{KEY}' must be a JSON object, got "

@@ -10,6 +10,7 @@ from torch.export import ExportedProgram
 
 from .compare import max_abs_diffs, relative_diffs
 from .metadata import task_metadata, write_metadata
+from .onnx_file import onnx_session
 from .program import INPUT_DIMS, export_program
 from .sizes import check_size, required_multiple
 from .wrappers import TensorOutputs, exportable
@@ -95,16 +96,6 @@ def onnx_fixed_dims(path) -> list[str]:
     import onnx
     dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
     return [name for name, i in INPUT_DIMS if not dims[i].dim_param]
-
-
-def onnx_session(path, threads: int | None = None):
-    """An onnxruntime session on the CPU provider for the ONNX file ``path`` (``threads``: intra-op threads,
-    default onnxruntime's)."""
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
-    return ort.InferenceSession(str(path), options, providers=['CPUExecutionProvider'])
 
 
 def run_onnx(model, x: torch.Tensor | np.ndarray) -> list[np.ndarray]:

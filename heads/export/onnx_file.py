@@ -137,9 +137,18 @@ def check_external_data(path, proto) -> None:
                                 f"or {EXPORT_AGAIN}")
 
 
+def onnx_session(path, threads: int | None = None):
+    """An onnxruntime session on the CPU provider for the ONNX file ``path`` (``threads``: intra-op threads,
+    default onnxruntime's)."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(str(path), options, providers=['CPUExecutionProvider'])
+
+
 def open_session(path, threads: int | None = None):
-    """:func:`heads.export.onnx_session` for the file ``path``, onnxruntime's refusal as an :class:`OnnxFileError`."""
-    from .onnx import onnx_session
+    """`onnx_session` for the file ``path``, onnxruntime's refusal as an :class:`OnnxFileError`."""
     try:
         return onnx_session(path, threads)
     except _onnxruntime_errors() as err:
