@@ -94,7 +94,8 @@ def test_the_tool_exits_with_the_message_and_changes_nothing(first_run, tmp_path
     done = subprocess.run([sys.executable, 'tools/train.py', *quick(work_dir, 2, 'optim_wrapper.optimizer.lr=0.01')],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and 'Traceback' not in done.stderr, done.stderr[-2000:]
-    assert done.stderr.startswith(f'error: work dir {work_dir} holds checkpoints of an earlier run'), done.stderr
+    expected = f'error: WorkDirInUseError: work dir {work_dir} holds checkpoints of an earlier run'
+    assert done.stderr.startswith(expected), done.stderr
     assert files_of(work_dir) == before
 
 
