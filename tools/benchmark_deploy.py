@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from lab.benchmark.processes import child_result, cpu_name, rss_mib
+from lab.benchmark.tables import format_value
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {'dpt_vitb_512': 'configs/dpt_vitb_ade20k.py:512x512',
@@ -162,13 +163,18 @@ def report(args, argv=None) -> str:
             for runtime in args.runtimes:
                 r = prepared if runtime.startswith('onnx') and 'error' in prepared else \
                     run_child(args, spec, runtime, batch)
-                if 'error' in r:
-                    lines.append(f"| {name} | {h}x{w} | {batch} | {runtime} | {r['error']} | | | |")
-                else:
-                    lines.append(f"| {name} | {h}x{w} | {batch} | {runtime} | {r['seconds']:.3f} | {r['img_s']:.2f} "
-                                 f"| {r['peak_rss_mib']:.0f} | {r['start_rss_mib']:.0f} |")
+                lines.append(table_row(f"| {name} | {h}x{w} | {batch} | {runtime} |", r))
                 print(lines[-1], flush=True)
     return '\n'.join(lines) + '\n'
+
+
+def table_row(lead: str, r: dict) -> str:
+    """The cells after ``lead`` for one child's result: its error, or seconds per call to three significant digits (so
+    that batch / seconds reproduces the img/s cell; 0.013 for 0.0127 s did not), img/s and resident memory."""
+    if 'error' in r:
+        return f"{lead} {r['error']} | | | |"
+    return (f"{lead} {format_value(float(r['seconds']))} | {r['img_s']:.2f} | {r['peak_rss_mib']:.0f} "
+            f"| {r['start_rss_mib']:.0f} |")
 
 
 def main(argv=None) -> None:

@@ -43,6 +43,14 @@ def test_a_row_that_did_not_finish_is_no_measurement():
             measured(row)
 
 
+def test_seconds_are_written_precisely_enough_to_give_the_img_s_cell():
+    """0.0127 s written as 0.013 made batch / seconds 153.8 against the 157.7 img/s beside it (a real CI failure)."""
+    for seconds in (0.01268, 0.0514, 0.5049, 3.14159, 12.5):
+        r = {'seconds': seconds, 'img_s': 2 / seconds, 'peak_rss_mib': 900.0, 'start_rss_mib': 800.0}
+        measured(tool.table_row('| qs | 64x96 | 2 | onnx |', r))
+    assert tool.table_row('| qs | 64x96 | 2 | onnx |', {'error': 'export refused: x'}).count('|') == 9
+
+
 @pytest.mark.slow
 def test_a_tiny_model_gets_a_row_per_runtime(tmp_path):
     out = tmp_path / 'deploy.md'
