@@ -37,6 +37,8 @@ COPIED_SECTIONS = ('Every backbone in the same DPT experiment',)
 #: Text in a table's section (before it) that says the table ran under other settings than the cell's.
 SKIP_MARKERS = ('GLIBC_TUNABLES', 'ATEN_CPU_CAPABILITY', 'ZOO_CPU_GEMM=onednn', 'Before (commit', 'checkout of',
                 "earlier session's machine")
+GEMM_AB = re.compile(r'^(?P<model>\w+): batch (?P<batch>\d+), (?P<threads>\d+) threads, (?P<rounds>\d+) rounds; '
+                     r'ours MKL (?P<ours>[\d.]+) ms \(timm / ours (?P<ratio>[\d.]+)\).*timm (?P<timm>[\d.]+) ms', re.M)
 #: Spelled-out headers -> the tool's column names; 'hf'/'timm'/'transformers' -> 'ref'.
 HEADER = {'params_(m)': 'params_M', 'time_ratio': 'ratio', 'gflop_s': 'GFLOP_s', 'gmacs': 'GMACs'}
 PASSES = {'forward': 'forward', 'forward (inference)': 'forward', 'training step (fused AdamW)': 'train_step',
@@ -158,6 +160,36 @@ def file_kind(path: str, heading: str) -> str:
     return 'cpu-intel-xeon-amx-2c'
 
 
+def command_of(flag: str | None, model: str, since: str, before: str) -> str:
+    """The command printed for a table: of its mode (``flag``), among those since the previous table the first that
+    names the row's model, else the last one before it that does; options given alone after it ("`--threads 1
+    --iters 20`") are added."""
+    def of(text):
+        found = [re.sub(r'\s*\\\n\s*', ' ', c).strip() for c in COMMAND.findall(text)]
+        found = [c for c in found if (flag in c if flag else not any(f and f in c for _, f in SERIES.values()))]
+        return [c for c in found if model in c.split()] or found
+    here, earlier = of(since), of(before)
+    command = here[0] if here else earlier[-1] if earlier else ''
+    if command and (more := re.search(r'`(--[^`]+)`', since)):
+        command += ' ' + more.group(1)
+    return command
+
+
+def gemm_ab(text: str) -> list[dict]:
+    """The backbone runs of docs/benchmarks/speed_goals_scripts/gemm_ab.py's lines ('levit_256: batch 8, 2 threads,
+    10 rounds; ours MKL 187 ms (timm / ours 1.169), ... timm 214 ms'): ours with MKL's GEMMs, the kernel policy's
+    choice on the AVX2 EPYC, the only kind this importer takes them from."""
+    found = []
+    for m in GEMM_AB.finditer(text):
+        batch = int(m['batch'])
+        found.append({'series': 'benchmark.reference', 'threads': int(m['threads']),
+                      'settings': {'model': m['model'], 'dtype': 'fp32', 'batch': batch, 'size': '224x224',
+                                   'mode': 'inference', 'reference': 'timm'},
+                      'rounds': {'ours': [float(m['ours']) / 1e3], 'reference': [float(m['timm']) / 1e3]},
+                      'metrics': {'ratio': float(m['ratio']), 'rounds': int(m['rounds'])}})
+    return found
+
+
 def import_file(path: str, revision: str = REVISION, skipped: list | None = None) -> list[dict]:
     """The records of one docs file as it was at ``revision``; what is left out is appended to ``skipped``."""
     skipped = [] if skipped is None else skipped
@@ -167,18 +199,14 @@ def import_file(path: str, revision: str = REVISION, skipped: list | None = None
     found = []
     for number_, (header, rows, section, heading, before, since) in enumerate(tables(text), 1):
         flag = next((SERIES[k][1] for k in SERIES if k in header), None)
-        commands = [c for c in COMMAND.findall(before)
-                    if (flag in c if flag else not any(f and f in c for _, f in SERIES.values()))]
-        command = re.sub(r'\s*\\\n\s*', ' ', commands[-1]).strip() if commands else ''
-        if command and (more := re.search(r'`(--[^`]+)`', since)):   # "`--threads 1 --iters 20`": the same, with
-            command += ' ' + more.group(1)                             # these options (the last given wins)
         where = f'{path} table {number_} ({heading or "top"})'
         if any(marker in section for marker in SKIP_MARKERS) or any(part in heading for part in COPIED_SECTIONS):
             skipped.append(f'{where}: measured under other settings or a copy')
             continue
         kind = file_kind(path, heading)
-        threads = int(m.group(1)) if (m := re.search(r'--threads (\d+)', command)) else 2
         for cells in rows:
+            command = command_of(flag, cells[0], since, before)
+            threads = int(m.group(1)) if (m := re.search(r'--threads (\d+)', command)) else 2
             made = row_record(header, cells, command) if len(cells) == len(header) else None
             if made is None:
                 skipped.append(f'{where}: row {cells[0]!r} is not of a tool table')
@@ -186,21 +214,29 @@ def import_file(path: str, revision: str = REVISION, skipped: list | None = None
             found.append({**made, 'command': command or None, 'date': date, 'commit': commit, 'dirty': False,
                           'code': None, 'versions': {}, 'threads': threads, 'machine': MACHINES[kind], 'kind': kind,
                           'imported_from': path})
+    if file_kind(path, '') == 'cpu-amd-epyc-avx2-2c':
+        command = next((c for c in re.findall(r'python docs/\S+gemm_ab\.py[^`]*?(?=\n```)', text)), '')
+        kind = 'cpu-amd-epyc-avx2-2c'
+        found += [{**run, 'command': re.sub(r'\s*\\\n\s*', ' ', command) or None, 'date': date, 'commit': commit,
+                   'dirty': False, 'code': None, 'versions': {}, 'machine': MACHINES[kind], 'kind': kind,
+                   'imported_from': path} for run in gemm_ab(text)]
     return found
 
 
 def import_docs(revision: str = REVISION) -> tuple[list[dict], list[str]]:
-    """All records of docs/benchmarks/*.md and docs/benchmarks.md (copies of a row already imported dropped) and the
-    list of what was skipped."""
+    """All records of docs/benchmarks/*.md and docs/benchmarks.md (a copy of a row already imported is dropped, its
+    command given to the first where that had none) and the list of what was skipped."""
     paths = sorted(p for p in git('ls-tree', '--name-only', revision, 'docs/benchmarks/').split()
                    if p.endswith('.md')) + ['docs/benchmarks.md']
-    records, skipped, seen = [], [], set()
+    records, skipped, seen = [], [], {}
     for path in paths:
         for entry in import_file(path, revision, skipped):
             key = repr((entry['series'], entry['settings'], entry['kind'], entry['metrics'], entry['threads']))
             if key in seen:
+                first = seen[key]
+                first['command'] = first['command'] or entry['command']
                 skipped.append(f"{path}: {entry['settings']} is a copy of a row already imported")
                 continue
-            seen.add(key)
+            seen[key] = entry
             records.append(entry)
     return records, skipped

@@ -25,12 +25,16 @@ from pathlib import Path
 
 from .views import VIEWS, ViewError
 
-BLOCK = re.compile(r'(<!-- records: (?P<args>.*?)-->\n)(?P<body>.*?)(<!-- /records -->)', re.S)
+#: A block: its opening comment starts a line (a mention inside a sentence is none).
+BLOCK = re.compile(r'^(<!-- records: (?P<args>.*?)-->\n)(?P<body>.*?)(<!-- /records -->)', re.S | re.M)
 
 
 def parse(text: str) -> tuple[str, dict]:
     """A block's view and its arguments (each key: the list of its values)."""
-    words = shlex.split(text)
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise ViewError(f'its arguments are not shell words ({err})') from None
     if not words or words[0] not in VIEWS:
         raise ViewError(f'a block starts with a view ({", ".join(VIEWS)}), not {words[:1]}')
     args: dict[str, list[str]] = {}
@@ -49,8 +53,8 @@ def render_text(text: str, records: list[dict], where: str = '') -> tuple[str, l
 
     def one(match: re.Match) -> str:
         line = text.count('\n', 0, match.start()) + 1
-        view, args = parse(match.group('args'))
         try:
+            view, args = parse(match.group('args'))
             body, missing = VIEWS[view](records, args)
         except ViewError as err:
             raise ViewError(f'{where}:{line}: {err}') from None

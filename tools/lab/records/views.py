@@ -69,20 +69,20 @@ def figure(runs: list[dict], name: str) -> Figure | None:
 
 
 def number(value: float) -> str:
-    """Three significant digits, all of an integer part: 0.781, 1.31, 40.0, 1212, 2.1e-10."""
+    """Three significant digits, all of an integer part: 0.781, 1.00, 40.0, 1212, 2.1e-10."""
     if value == 0 or 1e-3 <= abs(value) < 1e15:
         digits = max(3, len(str(int(abs(value)))))
-        text = f'{value:.{digits}g}'
-        return text if 'e' not in text else f'{value:.0f}'
+        return f'{value:#.{digits}g}'.rstrip('.')
     return f'{value:.2g}'
 
 
-def cell(fig: Figure | None) -> str:
+def cell(fig: Figure | None, runs: int) -> str:
+    """'median (min-max)', with 'n=' where fewer than the row's ``runs`` hold this column."""
     if fig is None:
         return '—'
-    if fig.n == 1 or fig.low == fig.high:
-        return number(fig.median)
-    return f'{number(fig.median)} ({number(fig.low)}-{number(fig.high)})'
+    spread = [] if fig.low == fig.high else [f'{number(fig.low)}-{number(fig.high)}']
+    spread += [f'n={fig.n}'] if fig.n != runs else []
+    return number(fig.median) + (f" ({', '.join(spread)})" if spread else '')
 
 
 def matches(record: dict, series: str, kind: str, settings: dict, threads: str | None) -> bool:
@@ -128,7 +128,7 @@ def table(records: list[dict], args: dict) -> tuple[str, list[str]]:
                 absent.append(f'{kind}: {settings}')
                 cells = [missing_text or 'no record'] * len(columns) + ['0']
             else:
-                cells = [cell(figures[name]) for name in columns] + [str(len(runs))]
+                cells = [cell(figures[name], len(runs)) for name in columns] + [str(len(runs))]
             if goal:
                 fig = figures.get(goal[0]) or figure(runs, goal[0])
                 cells.append('—' if fig is None else 'met' if COMPARE[goal[1]](fig.median, goal[2]) else 'not met')
