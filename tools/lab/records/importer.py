@@ -34,8 +34,10 @@ FILE_KINDS = {name: 'cpu-amd-epyc-avx2-2c' for name in (
 SECTION_KINDS = {'Whole DPT models': 'cpu-amd-epyc-avx2-2c', 'Swin-T, LeViT-256': 'cpu-amd-epyc-avx512-2c'}
 #: docs/benchmarks.md sections whose tables copy a file's under other names (dense_models.md, dense_deit_small.md).
 COPIED_SECTIONS = ('Every backbone in the same DPT experiment',)
-#: Text in a table's section (before it) that says the table ran under other settings than the cell's.
-SKIP_MARKERS = ('GLIBC_TUNABLES', 'ATEN_CPU_CAPABILITY', 'ZOO_CPU_GEMM=onednn', 'Before (commit', 'checkout of',
+#: Text in a table's section (before it) that says the table ran under other settings than the cell's, or on code
+#: a fix the same file records after it changed (gpu_check's first H200 run).
+SKIP_MARKERS = ('First run: the compiled forward', 'GLIBC_TUNABLES', 'ATEN_CPU_CAPABILITY',
+                'ZOO_CPU_GEMM=onednn', 'Before (commit', 'checkout of',
                 "earlier session's machine")
 GEMM_AB = re.compile(r'^(?P<model>\w+): batch (?P<batch>\d+), (?P<threads>\d+) threads, (?P<rounds>\d+) rounds; '
                      r'ours MKL (?P<ours>[\d.]+) ms \(timm / ours (?P<ratio>[\d.]+)\).*timm (?P<timm>[\d.]+) ms', re.M)
@@ -45,13 +47,18 @@ PASSES = {'forward': 'forward', 'forward (inference)': 'forward', 'training step
           'training step (fused AdamW), checkpointing': 'train_step_checkpointing',
           'forward + backward (train mode)': 'forward_backward',
           'forward + backward, activation checkpointing': 'forward_backward_checkpointing'}
-COMMAND = re.compile(r'python tools/benchmark\.py[^`\n\\#]*(?:\\\n[^`\n\\#]*)*')
+COMMAND = re.compile(r'python3? tools/(?:benchmark|gpu_check)\.py[^`\n\\#]*(?:\\\n[^`\n\\#]*)*')
 #: Each series: the header column that names it and the tool's flag in its command.
 SERIES = {'ours_img_s': ('benchmark.reference', None), 'pass': ('benchmark.dpt', '--dpt'),
           'ours_s': ('benchmark.depth_anything', '--depth-anything'), 'layout': ('benchmark.dense', '--dense'),
-          'backbone_peak_MiB': ('benchmark.sweep', '--sweep')}
+          'backbone_peak_MiB': ('benchmark.sweep', '--sweep'), 'step': ('gpu_check', 'gpu_check.py')}
+#: tools/gpu_check.py's rows (step | result | detail): each figure its result and detail state, by its unit.
+GPU_FIGURES = {'img_s': r'^([\d.]+) img/s', 'speedup_vs_eager': r'^([\d.]+)x eager', 'TFLOP_s': r'([\d.]+) TFLOP/s =',
+               'matmul_pct': r'([\d.]+)% of the matmul rate', 'matmul_TFLOP_s': r'\(([\d.]+) TFLOP/s\)',
+               'peak_MiB': r'(?:peak |^)([\d.]+) MiB', 'compiled_img_s': r'([\d.]+) compiled'}
+GPU_PASSED = {'ok', 'yes', 'equal'}
 #: The text columns a tool's tables have (any other, e.g. 'our Linears', is a setting the series does not hold).
-KEYS = {'model', 'dtype', 'pass', 'layout', 'ckpt', 'compile', 'size', 'attention'}
+KEYS = {'model', 'dtype', 'pass', 'layout', 'ckpt', 'compile', 'size', 'attention', 'step', 'result', 'detail'}
 
 
 def git(*args: str) -> str:
@@ -133,6 +140,14 @@ def row_record(header: list[str], cells: list[str], command: str) -> dict | None
         settings = {k: row[k] for k in ('model', 'dtype', 'layout', 'ckpt', 'compile', 'size')}
         settings['batch'] = int(values['batch'])
         rounds, skip = {}, ('batch',)
+    elif 'step' in row and 'result' in row:
+        text = f"{row['result']} | {row.get('detail', '')}"
+        metrics = {k: float(m.group(1)) for k, rx in GPU_FIGURES.items() if (m := re.search(rx, text, re.M))}
+        if row['result'] in GPU_PASSED:
+            metrics['passed'] = 1.0
+        dtype = 'fp16' if row['step'] == 'fp16' else 'bf16'
+        return {'series': 'gpu_check', 'settings': {'step': row['step'], 'device': 'cuda', 'dtype': dtype},
+                'rounds': {}, 'metrics': metrics} if metrics else None
     elif 'backbone_peak_MiB' in row:
         settings = {'size': size(row['size']), 'attention': row['attention'], 'dtype': row['dtype'], 'batch': 1}
         rounds, skip = {'ours': [values['seconds']]}, ('size', 'tokens', 'seconds')
@@ -166,7 +181,8 @@ def command_of(flag: str | None, model: str, since: str, before: str) -> str:
     --iters 20`") are added."""
     def of(text):
         found = [re.sub(r'\s*\\\n\s*', ' ', c).strip() for c in COMMAND.findall(text)]
-        found = [c for c in found if (flag in c if flag else not any(f and f in c for _, f in SERIES.values()))]
+        found = [c for c in found if (flag in c if flag else 'benchmark.py' in c
+                                      and not any(f and f in c for _, f in SERIES.values()))]
         return [c for c in found if model in c.split()] or found
     here, earlier = of(since), of(before)
     command = here[0] if here else earlier[-1] if earlier else ''
@@ -207,6 +223,7 @@ def import_file(path: str, revision: str = REVISION, skipped: list | None = None
         for cells in rows:
             command = command_of(flag, cells[0], since, before)
             threads = int(m.group(1)) if (m := re.search(r'--threads (\d+)', command)) else 2
+            threads = None if kind.startswith('gpu') else threads
             made = row_record(header, cells, command) if len(cells) == len(header) else None
             if made is None:
                 skipped.append(f'{where}: row {cells[0]!r} is not of a tool table')
