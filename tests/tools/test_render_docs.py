@@ -134,3 +134,20 @@ def test_both_sides_of_each_contradiction_are_records_with_their_command(kind, s
     assert ratios <= {r['metrics']['ratio'] for r in found}
     assert all(r['command'].startswith('python ') and r['imported_from'].startswith('docs/benchmarks') for r in found)
     assert any(r['imported_from'].endswith(source) for r in found)
+
+
+def test_a_block_that_cannot_be_rendered_is_named_with_its_file_and_line(tmp_path):
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / PAGE).write_text('# x\n\n<!-- records: table series=s kind=k rows=pass row=forward -->\n'
+                                 '<!-- /records -->\n')
+    with pytest.raises(views.ViewError, match=rf"{PAGE}:3: a table needs columns=\.\.\."):
+        render_docs.main(['--check', '--root', str(tmp_path), '--records', str(STORE)])
+
+
+def test_the_backfill_refuses_to_import_twice(tmp_path, capsys):
+    import import_benchmark_docs
+    store.append(run(kind='cpu-x') | {'imported_from': PAGE}, tmp_path)
+    with pytest.raises(SystemExit):
+        import_benchmark_docs.main(['--records', str(tmp_path)])
+    assert 'already holds imported records' in capsys.readouterr().err
+    assert len(store.read(tmp_path)) == 1
