@@ -1,7 +1,8 @@
 """Backfill: the figures committed in docs/benchmarks.md and docs/benchmarks/*.md, parsed into store records.
 
 Every table of a tool's output shape (``tools/benchmark.py``'s backbone, ``--dpt``, ``--depth-anything``, ``--dense``
-and ``--sweep`` tables, under their own or the docs' spelled-out headers) becomes one record per row: one run of one
+and ``--sweep`` tables, under their own or the docs' spelled-out headers; ``tools/gpu_check.py``'s step table; the
+lines of docs/benchmarks/speed_goals_scripts/gemm_ab.py) becomes one record per row: one run of one
 cell, the medians it gives as that run's single round. Each record carries the command printed above the table, the
 date and commit of the file (git), its machine kind (named by the file, else :data:`FILE_KINDS` / the section), and
 ``imported_from``; its ``code`` is None, as the code a pasted figure was measured on is not known, so imported runs of
