@@ -7,7 +7,8 @@ A record is one run of one measurement, one JSON line in ``<store>/<kind>.jsonl`
      "metrics": {"ratio": 0.66},                                               # values derived or measured once
      "command": "python tools/benchmark.py ...", "date": "2026-12-05T14:30:00Z",
      "commit": "<sha>", "dirty": false, "code": {"zoo": "<tree sha>", "heads": "<tree sha>"},
-     "versions": {"torch": "2.14.1", ...}, "threads": 2, "machine": {...}, "kind": "cpu-amd-epyc-avx512-2c"}
+     "versions": {"torch": "2.14.1", ...}, "threads": 2, "env": {"GLIBC_TUNABLES": ...},
+     "kernels": {"gemm": "onednn", "conv_weight_grad": "gemm"}, "machine": {...}, "kind": "cpu-amd-epyc-avx512-2c"}
 
 ``code`` holds git's tree hashes of the measured packages, so that figures are aggregated only over runs of the same
 code. The store is the repository's ``records/`` folder; ``ZOO_RECORDS`` names another (the tests point it at a
@@ -30,6 +31,8 @@ from .machine import kind, machine
 ROOT = Path(__file__).resolve().parents[3]
 #: Packages whose versions every record carries (those installed).
 PACKAGES = ('torch', 'torchvision', 'timm', 'transformers', 'mmengine', 'onnx', 'onnxruntime', 'numpy')
+#: Environment variables that change what a measurement runs (kernels, threads, the allocator).
+ENVIRONMENT = ('ZOO_CPU_GEMM', 'ZOO_CONV_WEIGHT_GRAD', 'GLIBC_TUNABLES', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
 #: The packages whose code a figure measures: their git tree hashes make a record's ``code``.
 CODE = ('zoo', 'heads')
 
@@ -75,6 +78,19 @@ def versions() -> dict:
     return found
 
 
+def run_state() -> dict:
+    """What this process ran with beyond its code: :data:`ENVIRONMENT`'s variables that are set, and the CPU kernel
+    policy's choices once zoo.runtime is in use (fp32 GEMMs by oneDNN or torch; conv weight gradients by oneDNN or
+    shifted GEMMs, timed per process: two hosts of one machine kind chose differently and a DPT training step moved
+    by a third)."""
+    state = {'env': {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}}
+    if 'zoo.runtime.gemm' in sys.modules:
+        from zoo.runtime import conv_grad, gemm
+        state['kernels'] = {'gemm': 'onednn' if gemm.uses_onednn() else 'torch',
+                            'conv_weight_grad': conv_grad.decided()}
+    return state
+
+
 def command_line(argv: list[str] | None = None) -> str:
     """The command as it would be typed again: ``python tools/x.py ...`` (the script relative to the repository)."""
     argv = list(sys.argv if argv is None else argv)
@@ -98,7 +114,7 @@ def make_record(series: str, *, settings: dict, rounds: dict | None = None, metr
     now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
     return {'series': series, 'settings': settings, 'rounds': rounds or {}, 'metrics': metrics or {},
             'command': command or command_line(), 'date': now, **code_state(), 'versions': versions(),
-            'threads': threads, 'machine': info, 'kind': kind(info)}
+            'threads': threads, **run_state(), 'machine': info, 'kind': kind(info)}
 
 
 def append(record: dict, store: Path | None = None) -> Path | None:
