@@ -44,3 +44,13 @@ def test_the_short_run_table_has_the_tests_iterations():
     depth = re.search(r"'train_cfg\.max_iters=(\d+)'",
                       inspect.getsource(test_training.test_seven_scenes_short_run_beats_predicting_the_mean_depth))
     assert readme_iterations('| 7-Scenes depth') == int(depth[1])
+
+
+def test_the_detection_page_gives_the_ci_test_s_iterations_or_none():
+    """docs/detection.md said CI's detection run was 600 iterations while the test ran 360: a count written beside
+    the test's name must be the test's ``ITERS``."""
+    from ..training import test_detection_training
+    text = ' '.join((ROOT / 'docs' / 'detection.md').read_text().split())
+    sentence = text[text.index('`tests/training/test_detection_training.py`'):].split('. ')[0]
+    stated = re.findall(r'(\d+)-iteration', sentence)
+    assert all(int(n) == test_detection_training.ITERS for n in stated), (stated, sentence)
