@@ -12,10 +12,11 @@ from lab import overview
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_readme_s_overview_is_what_the_registries_give():
-    readme = (ROOT / 'README.md').read_text()
-    assert overview.replace_block(readme, overview.overview()) == readme, \
-        "README.md's overview differs from the registries: run python tools/list_models.py --overview --write README.md"
+@pytest.mark.parametrize('page', ['README.md', 'docs/index.md'])
+def test_the_overview_is_what_the_registries_give(page):
+    text = (ROOT / page).read_text()
+    assert overview.replace_block(text, overview.overview()) == text, \
+        f"{page}'s overview differs from the registries: run python tools/list_models.py --overview --write {page}"
 
 
 def test_a_stale_overview_is_found_and_rewritten(tmp_path):

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-BEGIN = '<!-- overview: made by `python tools/list_models.py --overview --write README.md`; do not edit by hand -->'
+BEGIN = ('<!-- overview: made from the registries by `python tools/list_models.py --overview --write THIS_FILE`; '
+         'do not edit by hand -->')
 END = '<!-- end of overview -->'
 
 #: The families' names as the papers write them, by the file that registers their variants.
