@@ -1,6 +1,6 @@
 # mmseg's DPT ViT-B/16 recipe on ADE20K, key by key (mmsegmentation 1.2.2 dpt_vit-b16_8xb2-160k_ade20k-512x512:
 # 46.97 mIoU single-scale after 160k iterations at batch 16; tests/layouts/test_mmseg_recipe.py holds the table).
-# Start from the ImageNet-21k -> 1k ViT-B/16 weights (README: "mmseg's DPT recipe" says how to make the file).
+# Start from the ImageNet-21k -> 1k ViT-B/16 weights (docs/dense.md, "mmseg's DPT ViT-B recipe": how to make the file).
 #   python tools/train.py configs/dpt_vitb_ade20k.py --data-root /data/ade                  (1 GPU: 8 x 2 accumulated)
 #   torchrun --nproc_per_node 8 tools/train.py configs/dpt_vitb_ade20k.py --launcher pytorch   (8 GPUs x 2, SyncBN)
 # mmseg's published checkpoint evaluates here too (its ViT was trained with a patch-embedding bias):

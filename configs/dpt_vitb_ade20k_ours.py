@@ -1,7 +1,7 @@
 # DPT ViT-B/16 on ADE20K with this project's own choices where they differ from mmseg's recipe
 # (configs/dpt_vitb_ade20k.py; same data, schedule, optimizer, batch 16 and SyncBN). The backbone experiments
 # (dpt_cvt13/coatnet0/crossvits_ade20k.py) and CamVid (dpt_vitb_camvid.py) are this config with one part swapped.
-# Where it differs, and why (README, "mmseg's DPT recipe, and ours"):
+# Where it differs, and why (docs/dense.md, "mmseg's DPT ViT-B recipe (ADE20K), and ours"):
 #   cross-entropy averaged over labelled pixels (mmseg: over all pixels, padding and void included);
 #   test-time padding cut off the logits (mmseg stretches the padded input's logits onto the image);
 #   no weight decay on the ViT's LayerNorms (mmseg's comment asks for it, its 'norm' key matches nothing);

@@ -11,8 +11,8 @@ r"""Export a backbone with its detection pyramid, or a config's task model, with
 mean/std first): a DPT or UperNet model to its dense output at the input size ('seg_logits' or 'depth'), a
 Mask2Former or EoMT model to 'class_logits' 'b q c+1' and 'mask_logits' 'b q h w' (at its mask stride). The ONNX
 file carries the preprocessing, inference strategy, resize and class names (heads.export.metadata), so that
-`tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint (dense models; it refuses a mask
-model's file, whose semantic/instance/panoptic post-processing is not in the graph).
+`tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint (mask models too: their semantic,
+instance and panoptic post-processing runs on the file's class and mask logits).
 Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). The export is dynamic:
 without --size it traces at a size that suits the model (non-square: its smallest trace side, one multiple wider;
 for Swin every stage's map wider than its window, e.g. 256x288 for Swin-T), and a --size it cannot trace at is

@@ -3,6 +3,11 @@
     python tools/list_models.py                   # every name
     python tools/list_models.py 'deit_*' 'cvt_*'  # shell-style patterns
     python tools/list_models.py --markdown        # a Markdown table
+    python tools/list_models.py --overview --write README.md   # README's families / heads / tasks tables
+
+--overview prints README's tables of backbone families (the registered names grouped by the family file that
+registered them, with their count), heads and tasks (the parts heads' registries hold); --write FILE replaces the
+overview block in FILE (tests/project/test_readme_overview.py fails while README's block differs).
 
 Parameters are the classifier's (1000 classes, as timm counts them) and the backbone's, counted on the meta
 device (nothing is allocated, no weights are read). The input size is the one the names' weights were trained
@@ -19,6 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('patterns', nargs='*', help="shell-style name patterns, e.g. 'vit_*' (default: all)")
     parser.add_argument('--markdown', action='store_true', help='print a Markdown table instead of aligned columns')
+    parser.add_argument('--overview', action='store_true',
+                        help="print README's families / heads / tasks tables, made from the registries")
+    parser.add_argument('--write', metavar='FILE', help='with --overview: replace the overview block in FILE')
     return parser
 
 
@@ -40,7 +48,17 @@ def describe(name: str) -> dict:
 
 
 def main(argv=None) -> list[dict]:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.write and not args.overview:
+        parser.error('--write FILE writes the overview: give --overview too')
+    if args.overview:
+        from lab import overview
+        if args.write:
+            print(f"{args.write}: {'overview updated' if overview.write(args.write) else 'overview already current'}")
+        else:
+            print(overview.overview(), end='')
+        return []
     import zoo
     names = sorted({n for p in args.patterns or [None] for n in zoo.list_backbones(p)})
     if not names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import sys
 from dataclasses import dataclass, field
 
 from torch import nn
@@ -44,6 +45,7 @@ class Variant:
     std: tuple[float, float, float] = IMAGENET_STD
     input_size: tuple[int, int] = (224, 224)
     num_classes: int = 1000
+    family: str = ''  #: the module that registered the name, e.g. 'zoo.backbones.clip' (its family file)
 
     def arguments(self, kind: str, overrides: dict) -> dict:
         """What ``kind``'s class is called with: the registered arguments, updated by ``overrides``."""
@@ -74,15 +76,18 @@ _VARIANTS: dict[str, Variant] = {}
 
 def register_variant(name: str, classes: dict[str, type[nn.Module]], *, mean=IMAGENET_MEAN, std=IMAGENET_STD,
                      input_size: int | tuple[int, int] = 224, num_classes: int = 1000, head: dict | None = None,
-                     **kwargs) -> None:
+                     family: str | None = None, **kwargs) -> None:
     """Register ``name``: ``kwargs`` go to every class, ``head`` only to the classifier. ``mean``, ``std``,
     ``input_size`` and ``num_classes`` (0: no head) are the defaults of timm's ``pretrained_cfg`` of the same name
-    (its default weights), so that timm's own file of that name loads into ``create_classifier(name)``."""
+    (its default weights), so that timm's own file of that name loads into ``create_classifier(name)``.
+    ``family`` defaults to the module that calls this (each family file registers its own names), which
+    ``tools/list_models.py --overview`` groups by."""
     if name in _VARIANTS:
         raise ValueError(f"model name {name!r} is registered twice")
     size = (input_size, input_size) if isinstance(input_size, int) else tuple(input_size)
+    family = family or sys._getframe(1).f_globals.get('__name__', '')
     _VARIANTS[name] = Variant(name, classes, {'img_size': size, **kwargs}, dict(head or {}), tuple(mean), tuple(std),
-                              size, num_classes)
+                              size, num_classes, family)
 
 
 class UnknownModelError(KeyError):

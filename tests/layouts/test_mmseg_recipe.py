@@ -94,7 +94,7 @@ MMSEG_TRAIN_PIPELINE = [
     ('RandomFlip', dict(prob=0.5)), ('PhotoMetricDistortion', {}), ('PackDenseInputs', {})]
 MMSEG_TEST_PIPELINE = [('LoadImage', {}), ('Resize', dict(scale=(2048, 512), keep_ratio=True)),
                        ('LoadAnnotations', {}), ('PackDenseInputs', {})]
-#: Where configs/dpt_vitb_ade20k_ours.py takes this project's own choices (README says why each).
+#: Where configs/dpt_vitb_ade20k_ours.py takes this project's own choices (docs/dense.md says why each).
 OURS_DIFFER = {
     'model.backbone.drop_path_rate', 'model.backbone.pretrained', 'model.backbone.patch_bias',
     'model.backbone.norm_eps', 'model.backbone.pos_antialias', 'model.data_preprocessor.size.0',

@@ -270,3 +270,12 @@ def test_a_mask_models_onnx_gives_its_instances_and_panoptic_map(exported_eomt):
         assert segments and without_score(got) == without_score(segments)
         assert [i['score'] for i in got] == pytest.approx([i['score'] for i in segments], rel=1e-4)
         assert (ox.pred_panoptic_seg.data == pt.pred_panoptic_seg.data).float().mean() >= 0.999
+
+
+def test_export_model_s_help_says_infer_runs_a_mask_models_file():
+    """tools/export_model.py's help said infer.py refuses a mask model's ONNX file; it runs them (the two tests
+    above), and the help says so."""
+    import export_model
+    text = ' '.join(export_model.__doc__.split())
+    assert 'refuses a mask' not in text
+    assert 'mask models too: their semantic, instance and panoptic post-processing runs on the file' in text
