@@ -15,11 +15,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
-    from lab.records import importer, store
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--list', action='store_true', help='print, write nothing')
     parser.add_argument('--records', type=Path, default=ROOT / 'records', help='the store (default: records/)')
+    return parser
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    from lab.records import importer, store
+    parser = build_parser()
     args = parser.parse_args(argv)
     records, skipped = importer.import_docs()
     for line in skipped:
