@@ -47,7 +47,7 @@ def test_a_record_says_what_the_process_ran_with(tmp_path, monkeypatch):
     monkeypatch.setattr(conv_grad, '_used', conv_grad._used)   # this process's choice back after the test
     conv_grad.choice()
     entry = store.make_record('s', settings={}, metrics={'x': 1.0}, threads=1)
-    assert entry['env']['GLIBC_TUNABLES'] == 'glibc.malloc.mmap_max=0'
+    assert entry['env']['GLIBC_TUNABLES'] == 'glibc.malloc.mmap_max=0' and len(entry['load']) == 3
     assert entry['kernels']['conv_weight_grad'] == 'gemm' and entry['kernels']['gemm'] in ('onednn', 'torch')
 
 

@@ -83,7 +83,8 @@ def run_state() -> dict:
     policy's choices once zoo.runtime is in use (fp32 GEMMs by oneDNN or torch; conv weight gradients by oneDNN or
     shifted GEMMs, timed per process: two hosts of one machine kind chose differently and a DPT training step moved
     by a third)."""
-    state = {'env': {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}}
+    state = {'env': {name: os.environ[name] for name in ENVIRONMENT if name in os.environ},
+             'load': [round(v, 2) for v in os.getloadavg()]}   # 1, 5, 15 min when the record is made: a busy run shows
     if 'zoo.runtime.gemm' in sys.modules:
         from zoo.runtime import conv_grad, gemm
         state['kernels'] = {'gemm': 'onednn' if gemm.uses_onednn() else 'torch',
