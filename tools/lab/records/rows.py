@@ -13,7 +13,7 @@ import numbers
 import shlex
 from pathlib import Path
 
-from .store import command_line, record
+from .store import ROOT, command_line, record
 
 #: The line each hooked tool's ``--help`` ends with.
 EPILOG = ('Each measured cell is appended as one record to the results store records/<machine kind>.jsonl '
@@ -26,6 +26,12 @@ def tool_command(script: str, argv: list[str] | None) -> str:
     if argv is None:
         return command_line()
     return shlex.join(['python', f'tools/{Path(script).name}', *map(str, argv)])
+
+
+def repo_path(path) -> str:
+    """``path`` relative to the repository when inside it (``configs/x.py``), else as given."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def device_kind(device) -> str:
@@ -73,3 +79,34 @@ def record_rows(series: str, rows: list[dict], **how) -> list[Path | None]:
         if any(row.get(key) for key in rounds.values()) or row_metrics(row, exclude) or how.get('metrics'):
             written.append(row_record(series, row, **how))
     return written
+
+
+def record_run(how: dict, row: dict, wall_s: float | None = None) -> Path | None:
+    """A finished training run's record (compare, evidence). ``how``: ``{'series': ..., 'settings': {...},
+    'command': ...}`` (the experiment and backbone or arm; the tool's command); the row's ``iters`` and ``seed``
+    join the settings; its numeric values (the final validation metrics, speeds) and ``wall_s`` (seconds of
+    training and validation) are the metrics."""
+    extra = {} if wall_s is None else {'wall_s': wall_s}
+    return row_record(how['series'], row, settings=['iters', 'seed'], fixed=how['settings'], metrics=extra,
+                      command=how.get('command'))
+
+
+def record_training(cfg, *, config, cfg_options, wall_s: float, command: str, extra: dict | None = None):
+    """A finished ``tools/train.py`` run as one record of series train (on the main process only): settings the
+    config (repository-relative), ``cfg_options`` and the schedule's length (max_iters, or max_epochs), with
+    ``extra`` (e.g. amp); metrics the final validation metrics as logged (each at its last step, from the work
+    dir's scalars.json) and ``wall_s``."""
+    import torch
+    from mmengine.dist import is_main_process
+
+    from heads.engine.console.logs import LogFileError, last_metrics, read_scalars
+    if not is_main_process():
+        return None
+    try:
+        metrics = last_metrics(read_scalars(cfg.work_dir))
+    except (FileNotFoundError, LogFileError):  # no validation logged: the wall time alone
+        metrics = {}
+    length = {k: cfg.train_cfg[k] for k in ('max_iters', 'max_epochs') if cfg.get('train_cfg', {}).get(k)}
+    settings = {'config': repo_path(config), 'cfg_options': dict(cfg_options or {}), **length, **(extra or {})}
+    return record('train', settings=settings, metrics={**metrics, 'wall_s': wall_s}, command=command,
+                  device='cuda' if torch.cuda.is_available() else 'cpu')
