@@ -49,9 +49,9 @@ def plain(value):
 
 
 def row_metrics(row: dict, exclude) -> dict:
-    """The row's numeric values (not bools) outside ``exclude``."""
-    return {k: float(v) if isinstance(v, float) else v for k, v in row.items()
-            if k not in exclude and isinstance(v, numbers.Number) and not isinstance(v, bool)}
+    """The row's numeric values (not bools) outside ``exclude``, as Python ints and floats (numpy's too)."""
+    return {k: int(v) if isinstance(v, numbers.Integral) else float(v) for k, v in row.items()
+            if k not in exclude and isinstance(v, numbers.Real) and not isinstance(v, bool)}
 
 
 def row_record(series: str, row: dict, *, settings=(), fixed: dict | None = None, rounds: dict | None = None,
