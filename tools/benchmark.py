@@ -22,6 +22,8 @@ On one GPU (under 5 minutes): DPT ViT-B/16 512x512, batch 8, bf16 training and i
 Reference comparisons interleave the runs (ours, reference, reference, ours, ...) so that drift on a busy
 machine hits both alike; the ratio is the median over rounds of reference time / our time (> 1: ours faster).
 Peak memory: CUDA's allocator peak, or on CPU the peak of live tensor bytes created by the pass.
+Records: series benchmark.reference (default mode), benchmark.dpt, benchmark.depth_anything, benchmark.dense and
+benchmark.sweep; each row one record with every timed round's seconds.
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ DTYPE_NAMES = ['bf16', 'fp32']
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('--models', nargs='+', default=['vit_base_patch16_224', 'deit_small_patch16_224'],
                         metavar='NAME', help='zoo classifiers to time against their references (default: %(default)s)')
     parser.add_argument('--batch', type=int, nargs='+', default=None,
@@ -80,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> list[dict]:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from lab.records.rows import tool_command
+    args.command = tool_command(__file__, argv)  # for the records
     import torch
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -110,7 +116,18 @@ def main(argv=None) -> list[dict]:
             for r in benchmark(name, batch, sizes[name], args.dtypes or ['fp32', 'bf16'], args.device,
                                default(args.warmup, 2), default(args.iters, 5), report, args.profile, print)]
     write(args.out, markdown(rows, header, COLUMNS))
+    for row in rows:
+        reference = 'transformers' if row['model'].startswith('cvt_') else 'timm'
+        row_record('benchmark.reference', row, args, settings=['model', 'dtype', 'batch'],
+                   fixed={'size': f"{row['size']}x{row['size']}", 'mode': 'inference', 'reference': reference},
+                   rounds={'ours': 'ours_rounds', 'reference': 'ref_rounds'})
     return rows
+
+
+def row_record(series: str, row: dict, args, **how) -> None:
+    """One record of ``row`` in the results store (lab.records.rows), with the command and device of ``args``."""
+    from lab.records.rows import row_record as record
+    record(series, row, device=args.device, command=args.command, **how)
 
 
 def default(value, fallback):
@@ -144,7 +161,16 @@ def main_dpt(args) -> list[dict]:
                          report=lambda row: print(format_row(row, DPT_COLUMNS), flush=True),
                          profile_runs=args.profile, report_profile=print)
     write(args.out, markdown(rows, header, DPT_COLUMNS))
+    for row in rows:
+        row_record('benchmark.dpt', row, args, settings=['batch'],
+                   fixed={'pass': DPT_PASSES[row['pass']], 'size': f'{size}x{size}', 'reference': 'transformers'},
+                   rounds={'ours': 'ours_rounds', 'reference': 'hf_rounds'})
     return rows
+
+
+#: benchmark_dpt's row labels -> the records' ``pass`` setting
+DPT_PASSES = {'forward': 'forward', 'training step (fused AdamW)': 'train_step',
+              'training step, activation checkpointing': 'train_step_checkpointing'}
 
 
 def main_depth_anything(args) -> list[dict]:
@@ -160,6 +186,9 @@ def main_depth_anything(args) -> list[dict]:
                                      report=lambda row: print(format_row(row, COLUMNS), flush=True),
                                      profile_runs=args.profile, report_profile=print)]
     write(args.out, markdown(rows, header, COLUMNS))
+    row_record('benchmark.depth_anything', rows[0], args, settings=['model', 'batch'],
+               fixed={'size': f'{size}x{size}', 'dtype': 'fp32', 'reference': 'transformers'},
+               rounds={'ours': 'ours_rounds', 'reference': 'hf_rounds'})
     return rows
 
 
@@ -199,6 +228,11 @@ def main_dense(args) -> list[dict]:
         device=args.device, iters=default(args.iters, 3), warmup=default(args.warmup, 1),
         report=lambda row: print(format_row(row, DENSE_COLUMNS), flush=True))
     write(args.out, markdown(rows, header, DENSE_COLUMNS))
+    for row in rows:  # sides: the forward ('ours') and training step, each with the matmul timed in its rounds
+        row_record('benchmark.dense', row, args,
+                   settings=['model', 'dtype', 'layout', 'ckpt', 'compile', 'batch', 'size'],
+                   rounds={'ours': 'fwd_rounds', 'matmul': 'matmul_rounds', 'train': 'train_rounds',
+                           'train_matmul': 'train_matmul_rounds'})
     return rows
 
 
@@ -215,6 +249,10 @@ def main_sweep(args) -> list[dict]:
     rows = resolution_sweep(cfg, args.sweep, device=args.device, dtype=dtype, iters=default(args.iters, 3),
                             report=lambda row: print(format_row(row, SWEEP_COLUMNS), flush=True))
     write(args.out, markdown(rows, header, SWEEP_COLUMNS))
+    for row in rows:
+        row_record('benchmark.sweep', row, args, settings=['attention', 'dtype'],
+                   fixed={'model': name, 'size': f"{row['size']}x{row['size']}", 'batch': 1},
+                   rounds={'ours': 'rounds'})
     if args.out:
         plot_sweep(rows, args.out.with_suffix('.png'))
         print(f"wrote {args.out.with_suffix('.png')}")

@@ -16,6 +16,7 @@ per model (dynamic batch and size, heads.export.export_onnx) into ``--work-dir``
 (heads.export.quantize.quantize_dynamic: the Linears' weights int8, activations quantized per call), traced at the
 measured size. A runtime that cannot run a model (an export refused with its reason) shows the reason in its cell, and
 one that does not finish within ``--timeout`` seconds (torch.compile's first call included) says so.
+Each measured cell is one record of series benchmark_deploy in the results store, with every timed call's seconds.
 """
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ RUNTIMES = ('eager', 'compile', 'onnx', 'onnx_int8')
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('--models', nargs='+', default=list(MODELS), metavar='NAME[=CONFIG:HxW]',
                         help=f"models to measure (default: {' '.join(MODELS)})")
     parser.add_argument('--runtimes', nargs='+', default=list(RUNTIMES), choices=RUNTIMES,
@@ -138,7 +141,7 @@ def measure(args) -> dict:
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
     return {'seconds': seconds, 'img_s': int(batch) / seconds, 'start_rss_mib': start_rss,
-            'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 'rounds': times}
 
 
 def run_child(args, spec: str, runtime: str, batch: int) -> dict:
@@ -149,6 +152,8 @@ def run_child(args, spec: str, runtime: str, batch: int) -> dict:
 
 def report(args, argv=None) -> str:
     import torch
+
+    from lab.records.rows import record_rows, tool_command
     command = ' '.join(['python tools/benchmark_deploy.py', *(sys.argv[1:] if argv is None else argv)])
     lines = [f'`{command}`', '', f'CPU {cpu_name()}, {os.cpu_count()} cores, {args.threads} intra-op thread(s), '
              f'torch {torch.__version__}; random initialisation; median of {args.repeats} calls', '',
@@ -165,6 +170,10 @@ def report(args, argv=None) -> str:
                     run_child(args, spec, runtime, batch)
                 lines.append(table_row(f"| {name} | {h}x{w} | {batch} | {runtime} |", r))
                 print(lines[-1], flush=True)
+                if 'error' not in r:
+                    record_rows('benchmark_deploy', [r], rounds={'ours': 'rounds'}, threads=args.threads,
+                                fixed={'model': name, 'size': f'{h}x{w}', 'batch': batch, 'runtime': runtime},
+                                command=tool_command(__file__, argv))
     return '\n'.join(lines) + '\n'
 
 

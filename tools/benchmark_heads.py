@@ -12,7 +12,7 @@ interleaved rounds (ours, transformers, transformers, ours, ...), batch --batch 
 torch.inference_mode; the time ratio is ours / transformers, the median of the per-round ratios (< 1: ours faster).
 The header names the CPU, torch and transformers versions, the threads and the load average (1 min) at the start
 and the end: a loaded machine shows there (and in the per-round seconds listed under the table). Models and outputs:
-lab/benchmark/head_pairs.py.
+lab/benchmark/head_pairs.py. Each timed row is one record of series benchmark_heads in the results store.
 """
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ MASKS = {'both': (False, True), 'off': (False,), 'on': (True,)}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('--heads', nargs='+', choices=HEADS, default=list(HEADS),
                         help=f"heads to measure (default: {' '.join(HEADS)})")
     parser.add_argument('--size', type=int, nargs=2, default=[512, 512], metavar=('H', 'W'),
@@ -79,12 +81,19 @@ def main(argv=None) -> list[dict]:
     if args.threads:
         torch.set_num_threads(args.threads)
     from lab.benchmark.head_pairs import DESCRIPTIONS, benchmark_head, table
+    from lab.records.rows import record_rows
     from zoo.runtime.policy import describe
     rows = []
     for head in args.heads:
-        for row in benchmark_head(head, tuple(args.size), args.batch, args.rounds, args.tiny, MASKS[args.eomt_masked]):
+        found = benchmark_head(head, tuple(args.size), args.batch, args.rounds, args.tiny, MASKS[args.eomt_masked])
+        for row, masked in zip(found, MASKS[args.eomt_masked] if head == 'eomt' else [None]):
             print(table([row])[-1], flush=True)
             rows.append(row)
+            cell = {'head': head, 'size': '{}x{}'.format(*args.size), 'batch': args.batch, 'reference': 'transformers',
+                    **({} if masked is None else {'eomt_masked': masked}), **({'tiny': True} if args.tiny else {})}
+            if 'refused' not in row:  # a refused pair was not timed
+                record_rows('benchmark_heads', [row], fixed=cell, exclude=['rounds'],
+                            rounds={'ours': 'ours_rounds', 'reference': 'hf_rounds'})
     kernels = describe().split(';')[0]  # the kernel policy ours ran with (lab.benchmark.head_pairs.build_pair)
     lines = [*header(args, torch.get_num_threads(), (load_start, os.getloadavg()[0]), kernels), *table(rows), '',
              *(f'- {DESCRIPTIONS[head]}' for head in args.heads), '', 'Seconds of each round:', '',

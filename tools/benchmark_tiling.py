@@ -10,6 +10,7 @@ depend on the weights, the depth map does (no depth figure is reported). Through
 runs it: ``Predictor(cfg, tile=(H, W), overlap=N)(image)`` for the tiled pass, ``Predictor(cfg)(image)`` for the
 single pass. Per run: seconds of the call (after one untimed call on a small image that loads the kernels), the
 process's peak resident memory (``ru_maxrss``) and its resident memory before the call (model, image, libraries).
+Each measured row is one record of series benchmark_tiling in the results store.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ DEFAULT_IMAGE = ROOT.parent / 'shared' / 'data' / 'depth-7scenes' / 'rgb' / 'fra
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('--image', type=Path, default=DEFAULT_IMAGE, help='the real image to upscale (default: '
                         'a 7-Scenes frame)')
     parser.add_argument('--size', type=int, nargs=2, default=(4000, 3000), metavar=('W', 'H'),
@@ -125,10 +128,23 @@ def report(args, argv=None) -> str:
         if 'error' in result:
             lines.append(f"| {kind} | {w} x {h} | {w * h / 1e6:.2f} | {result['error']} | | | |")
             continue
+        record_row(args, argv, kind, (w, h), result, g)
         lines.append(f"| {kind} | {w} x {h} | {w * h / 1e6:.2f} | {result['seconds']:.1f} | "
                      f"{result['peak_rss_mib']:.0f} | {result['start_rss_mib']:.0f} | "
                      f"{'' if g is None else f'{g:.3f}'} |")
     return '\n'.join(lines) + '\n'
+
+
+def record_row(args, argv, kind: str, size, result: dict, gap_to_single: float | None) -> None:
+    """One record of series benchmark_tiling: the pass at ``size`` (W x H) with its tile settings (the single pass
+    has none), its one timed call's seconds as the round, memory and the gap to the single pass as metrics."""
+    from lab.records.rows import row_record, tool_command
+    tiles = {'tile': '{}x{}'.format(*args.tile), 'overlap': args.overlap} if kind == 'tiled' else {}
+    row = {**result, **({} if gap_to_single is None else {'gap_to_single': gap_to_single}),
+           'megapixels': size[0] * size[1] / 1e6, 'rounds': [result['seconds']]}
+    row_record('benchmark_tiling', row, fixed={'model': f'depth_anything_v2_{args.encoder}', 'pass': kind,
+                                               'size': '{}x{}'.format(*size), **tiles},
+               rounds={'ours': 'rounds'}, exclude=['shape'], threads=args.threads, command=tool_command(__file__, argv))
 
 
 def main(argv=None) -> None:

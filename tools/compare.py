@@ -38,6 +38,10 @@ Speed columns: forward_img_s is timed at the training crop in rounds alternating
 machine shows as a low matmul rate; a row measured at under 75% of the best matmul rate of the table is marked in
 the busy column and its speeds should be measured again. train_img_s is the mean of the logged training iteration
 times (after the first logged window, which includes start-up).
+
+Each run trained (not read back) is one record of series compare in the results store: settings the experiment
+(config), the backbone (the row's name), iterations, seed and --cfg-options; metrics the run's final validation
+metrics, speeds and wall_s.
 """
 from __future__ import annotations
 
@@ -54,7 +58,9 @@ QUICK_ITERS, QUICK_VAL_SAMPLES = 20, 16
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('config', nargs='?', help='the experiment whose backbone --backbones replaces')
     parser.add_argument('--backbones', nargs='+', metavar='NAME',
                         help='zoo names (python tools/list_models.py), optionally NAME:{"option": value}')
@@ -117,6 +123,7 @@ def main(argv=None) -> list[dict]:
         except ValueError as error:
             parser.error(str(error))
         configs = {label: load(path) for label, path in zip(labels, args.configs)}
+        paths = dict(zip(labels, args.configs))
         check_only_backbones_differ(configs, 'heads' if args.heads else 'backbones')
         if grid:
             configs = head_backbone_grid(configs, args.backbones)
@@ -126,13 +133,19 @@ def main(argv=None) -> list[dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, runs = [], {}
+    command = shlex.join(['python', 'tools/compare.py', *(sys.argv[1:] if argv is None else argv)])
+    cell = {'cfg_options': dict(args.cfg_options or {}), **({'quick': True} if args.quick else {}),
+            **({'budget': args.budget} if args.budget != 'iters' else {})}
     with tqdm(total=len(configs) * args.seeds, desc='runs', unit='run') as progress:
         for name, cfg in configs.items():
             seed = (cfg.get('randomness') or {}).get('seed') or 0
-            rows_and_runs = run_backbone(name, cfg, out, list(range(seed, seed + args.seeds)), budget, progress)
+            experiment = args.config or paths[name.split('+')[0]]
+            record = {'series': 'compare', 'settings': {'experiment': experiment, 'backbone': name, **cell},
+                      'command': command}
+            rows_and_runs = run_backbone(name, cfg, out, list(range(seed, seed + args.seeds)), budget, progress,
+                                         record)
             rows.append(rows_and_runs[0])
             runs[name] = rows_and_runs[1]
-    command = shlex.join(['python', 'tools/compare.py', *(sys.argv[1:] if argv is None else argv)])
     metric_keys = metric_names(rows)
     metric = args.metric or ('mIoU' if 'mIoU' in metric_keys else (metric_keys or [None])[0])
     appendix = significance_table(runs, metric) if metric and args.seeds > 1 else ''

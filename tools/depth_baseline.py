@@ -8,6 +8,7 @@ scored by the config's own val_evaluator (a DepthMetric, with its alignment and 
 Prints one JSON line: the config, the alignment, the training-mean depth in metres and the metrics. Under the
 alignment 'scale_shift_disparity' (or 'median') a constant becomes each image's harmonic-mean (median) depth, so
 the figures are those of a per-image constant fitted to the ground truth (heads/evaluation/depth_baseline.py).
+The result is one record of series depth_baseline in the results store (settings: the config, --cfg-options).
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from mmengine.config import DictAction
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('config', help='a depth config (train_dataloader, val_dataloader and a DepthMetric '
                                        'val_evaluator)')
     parser.add_argument('--data-root', help="override every dataset's data_root, as tools/train.py does")
@@ -44,6 +47,9 @@ def main(argv=None) -> dict:
                val_frames=len(val_set), train_mean_depth=round(mean, 4),
                metrics={k: round(v, 4) for k, v in metrics.items()})
     print(json.dumps(out))
+    from lab.records.rows import repo_path, row_record, tool_command
+    row_record('depth_baseline', {**out, **out['metrics']}, exclude=['metrics'], command=tool_command(__file__, argv),
+               fixed={'config': repo_path(args.config), 'cfg_options': dict(args.cfg_options or {})})
     return out
 
 

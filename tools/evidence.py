@@ -13,7 +13,9 @@ missing runs; one made with other settings, or damaged, is named, moved aside (<
 --jobs N trains N runs at a time, each in its own process on
 one thread. Writes OUT/results.md, results.csv, results.json (mean, std, 95% CI per arm, paired t-test over seeds
 against the first arm, Holm-adjusted) and OUT/<claim>.png (the intervals).
-tools/lab/benchmark/evidence.py has the logic.
+tools/lab/benchmark/evidence.py has the logic. Each run trained (not read back) is one record of series evidence
+in the results store: settings the claim, arm, fraction, config, iterations, seed and --iters / --cfg-options;
+metrics the run's final validation metrics and wall_s.
 """
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ CLAIM_NAMES = ('distillation', 'inductive_bias', 'mae')  # lab.benchmark.evidenc
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('claim', choices=CLAIM_NAMES, help='the claim to check (see above)')
     parser.add_argument('--seeds', type=positive, default=3, metavar='N', help='seeds 0..N-1 per arm (and fraction)')
     parser.add_argument('--out', help='where the summary goes (default: docs/evidence/<claim>)')
@@ -57,11 +61,13 @@ def main(argv=None) -> list[dict]:
     out = Path(args.out or f'docs/evidence/{args.claim}')
     work = Path(args.work_dir or f'work_dirs/evidence/{args.claim}')
     load = lambda path: load_config(path, args.cfg_options, None, root)  # noqa: E731
+    command = shlex.join(['python', 'tools/evidence.py', *(sys.argv[1:] if argv is None else argv)])
+    record = {'series': 'evidence', 'command': command,
+              'settings': {'claim': args.claim, 'cfg_options': dict(args.cfg_options or {})}}
     start = time.time()
-    records = evidence.execute(claim, load, list(range(args.seeds)), work, args.jobs, args.iters)
+    records = evidence.execute(claim, load, list(range(args.seeds)), work, args.jobs, args.iters, record)
     wall = time.time() - start
     rows = evidence.summarize(records, claim.metric, list(claim.arms))
-    command = shlex.join(['python', 'tools/evidence.py', *(sys.argv[1:] if argv is None else argv)])
     header = (f'{claim.statement}\n\n```\n{command}\n```\n\n{claim.metric} over seeds: mean, std, 95% CI (Student t); '
               f'diff/t/p: paired t-test over seeds of the arm minus {next(iter(claim.arms))}, p Holm-adjusted over '
               f'the {sum("p" in r for r in rows)} test(s).')

@@ -6,16 +6,22 @@
     python tools/train.py CONFIG --restart               # start over: the earlier run's files go to previous_<time>/
     torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch
     torchrun --nproc_per_node 2 tools/train.py CONFIG --launcher pytorch --strategy fsdp   # sharded
+
+A finished run is one record of series train in the results store: the config, --cfg-options and the schedule's
+length; its final validation metrics and wall time.
 """
 from __future__ import annotations
 
 import argparse
+import time
 
 from lab.cli import add_run_options
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from lab.records.rows import EPILOG
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EPILOG)
     parser.add_argument('config', help='an mmengine config file, e.g. configs/quickstart.py')
     parser.add_argument('--work-dir', help='where logs and checkpoints go (default work_dirs/<config name>)')
     parser.add_argument('--resume', nargs='?', const='auto', default=None,
@@ -35,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None):
+    start = time.perf_counter()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.strategy == 'fsdp' and args.launcher == 'none':
@@ -70,6 +77,14 @@ def main(argv=None):
     if moved:
         runner.logger.info(moved)  # into the log file (the console has it already)
     runner.train()
+    from lab.records.rows import record_training, tool_command
+    extra = {k: True for k in ('amp', 'compile', 'deterministic') if getattr(args, k)}  # what changes the figures
+    if args.resume:
+        extra['resumed'] = True  # the wall time is the resumed part's
+    if args.launcher != 'none':
+        extra.update(launcher=args.launcher, strategy=args.strategy)
+    record_training(cfg, config=args.config, cfg_options=args.cfg_options, wall_s=time.perf_counter() - start,
+                    command=tool_command(__file__, argv), extra=extra)
     return runner
 
 

@@ -69,6 +69,21 @@ def test_the_folder_recipes_check_and_train_on_a_folder_given_on_the_command_lin
     assert len(trained) == 2 and all(np.isfinite(t['loss_depth']) for t in trained)
 
 
+def test_the_baseline_tool_records_what_it_prints(tmp_path, monkeypatch, capsys):
+    """tools/depth_baseline.py on a 7-Scenes folder: one record (series depth_baseline) holding the printed line's
+    metrics and training-mean depth, the config repository-relative."""
+    from ..tools.records import own_store, series_records
+    folder = own_store(monkeypatch, tmp_path)
+    data = seven_scenes_folder(tmp_path / 'my_rgbd')
+    out = baseline_tool.main([str(ROOT / 'configs' / 'depth_anything_v2_vits_folder.py'), '--data-root', str(data)])
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed == out
+    (entry,) = series_records(folder, 'depth_baseline')
+    assert entry['settings'] == {'config': 'configs/depth_anything_v2_vits_folder.py', 'cfg_options': {}}
+    assert entry['rounds'] == {} and entry['metrics'] == {**printed['metrics'], 'train_frames': 3, 'val_frames': 2,
+                                                          'train_mean_depth': printed['train_mean_depth']}
+
+
 def test_the_folder_recipes_say_to_give_the_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no train.txt here
     with pytest.raises(FileNotFoundError, match=r'train\.txt does not exist.*data_root is empty.*--data-root DIR'):

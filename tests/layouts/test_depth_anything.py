@@ -109,11 +109,24 @@ def test_foreign_backbones_and_bad_fields_are_refused_clearly(tmp_path):
         depth_anything_config_from_hf({**config, 'depth_estimation_type': 'absolute'})
 
 
-def test_benchmark_tool_times_depth_anything_v2_small_against_transformers():
+def test_benchmark_tool_times_depth_anything_v2_small_against_transformers(tmp_path, monkeypatch):
+    """... and records the row (series benchmark.depth_anything) with every round of both sides."""
     import benchmark  # tools/ (conftest puts it on the path)
-    (row,) = benchmark.main(['--depth-anything', 'vits', '--size', '56', '--iters', '1'])
+
+    from lab.benchmark.depth_anything import COLUMNS
+
+    from ..tools.records import assert_printed, own_store, series_records
+    folder = own_store(monkeypatch, tmp_path)
+    out = tmp_path / 'da.md'
+    (row,) = benchmark.main(['--depth-anything', 'vits', '--size', '56', '--iters', '2', '--out', str(out)])
     assert row['max_abs_diff'] <= 1e-4 and row['ours_s'] > 0 and row['hf_s'] > 0
     assert row['ours_peak_MiB'] > 0 and row['memory_ratio'] == row['ours_peak_MiB'] / row['hf_peak_MiB']
+    (entry,) = series_records(folder, 'benchmark.depth_anything')
+    assert entry['settings'] == {'model': 'Depth Anything V2 vits', 'batch': 1, 'size': '56x56', 'dtype': 'fp32',
+                                 'reference': 'transformers'}
+    assert {k: len(v) for k, v in entry['rounds'].items()} == {'ours': 2, 'reference': 2}
+    cells = dict(zip(COLUMNS, out.read_text().splitlines()[-1].strip('| ').split(' | ')))
+    assert_printed(entry, {k: cells[k] for k in ('ours_s', 'hf_s', 'time_ratio', 'memory_ratio')})
 
 
 def test_seven_scenes_config_trains_metric_depth_into_every_part():

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from .records import own_store, series_records
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location('benchmark_deploy', ROOT / 'tools' / 'benchmark_deploy.py')
 tool = importlib.util.module_from_spec(spec)
@@ -52,14 +54,25 @@ def test_seconds_are_written_precisely_enough_to_give_the_img_s_cell():
 
 
 @pytest.mark.slow
-def test_a_tiny_model_gets_a_row_per_runtime(tmp_path):
+def test_a_tiny_model_gets_a_row_per_runtime(tmp_path, monkeypatch):
+    """... each recorded (series benchmark_deploy) with every timed call and the figures its row printed."""
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'deploy.md'
-    tool.main(['--models', 'qs=configs/quickstart.py:64x96', '--batches', '2', '--repeats', '1', '--threads', '1',
+    tool.main(['--models', 'qs=configs/quickstart.py:64x96', '--batches', '2', '--repeats', '2', '--threads', '1',
                '--work-dir', str(tmp_path / 'onnx'), '--out', str(out)])
     rows = [line for line in out.read_text().splitlines() if line.startswith('| qs |')]
     assert [row.split('|')[4].strip() for row in rows] == list(tool.RUNTIMES)
     for row in rows:
         measured(row)
+    records = series_records(folder, 'benchmark_deploy')
+    assert [r['settings'] for r in records] == [{'model': 'qs', 'size': '64x96', 'batch': 2, 'runtime': runtime}
+                                                for runtime in tool.RUNTIMES]
+    for entry, row in zip(records, rows):
+        cells = [c.strip() for c in row.split('|')[5:9]]
+        assert len(entry['rounds']['ours']) == 2 and entry['threads'] == 1
+        assert cells == [tool.format_value(entry['metrics']['seconds']), f"{entry['metrics']['img_s']:.2f}",
+                         f"{entry['metrics']['peak_rss_mib']:.0f}", f"{entry['metrics']['start_rss_mib']:.0f}"]
+    assert records[0]['command'].startswith('python tools/benchmark_deploy.py --models qs=')
     assert (tmp_path / 'onnx' / 'qs.onnx').exists() and (tmp_path / 'onnx' / 'qs.int8.onnx').exists()
 
 

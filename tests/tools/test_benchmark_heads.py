@@ -9,6 +9,8 @@ import torch
 
 from lab.benchmark import head_pairs
 
+from .records import own_store, series_records
+
 transformers = pytest.importorskip('transformers')
 
 
@@ -56,7 +58,9 @@ def test_sizes_eomt_cannot_take_are_refused_before_building(argv, message):
 
 
 @pytest.mark.slow
-def test_the_tool_reports_a_row_per_head_with_positive_finite_ratios(tmp_path, capsys):
+def test_the_tool_reports_a_row_per_head_with_positive_finite_ratios(tmp_path, capsys, monkeypatch):
+    """... and records each row (series benchmark_heads) with both sides' rounds and the printed figures."""
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'heads.md'
     rows = tool.main(['--tiny', '--size', '64', '64', '--rounds', '2', '--threads', '1', '--out', str(out)])
     text = out.read_text()
@@ -71,5 +75,16 @@ def test_the_tool_reports_a_row_per_head_with_positive_finite_ratios(tmp_path, c
     assert [row['ratio'] for row in rows] == pytest.approx([float(cells[3]) for cells in table], abs=5e-4)
     assert 'load average (1 min)' in text and tool.cpu_name() in text and 'torch ' in text
     assert 'python tools/benchmark_heads.py --tiny --size 64 64' in text
+    records = series_records(folder, 'benchmark_heads')  # the run above (the masks-on run below adds one)
+    common = {'size': '64x64', 'batch': 1, 'reference': 'transformers', 'tiny': True}
+    assert [r['settings'] for r in records] == [{'head': 'upernet', **common}, {'head': 'mask2former', **common},
+                                                {'head': 'eomt', 'eomt_masked': False, **common},
+                                                {'head': 'eomt', 'eomt_masked': True, **common}]
+    for entry, cells in zip(records, table):
+        assert {k: len(v) for k, v in entry['rounds'].items()} == {'ours': 2, 'reference': 2}
+        assert [f"{entry['metrics'][k]:.3f}" for k in ('ours_s', 'hf_s', 'ratio')] == [c.strip() for c in cells[1:4]]
     masks_on = tool.main(['--tiny', '--heads', 'eomt', '--size', '32', '32', '--rounds', '1', '--eomt-masked', 'on'])
     assert [row['head'] for row in masks_on] == ['EoMT, ViT-S/16 (tiny), masks on']
+    (extra,) = series_records(folder, 'benchmark_heads')[4:]
+    assert extra['settings'] == {**common, 'size': '32x32', 'head': 'eomt', 'eomt_masked': True}
+    assert len(extra['rounds']['ours']) == 1

@@ -9,6 +9,8 @@ from mmengine.config import Config
 
 from lab.benchmark import compare
 
+from .records import own_store, series_records
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location('compare_tool', ROOT / 'tools' / 'compare.py')
 compare_tool = importlib.util.module_from_spec(spec)
@@ -29,7 +31,9 @@ def test_identity_check_names_every_differing_key_outside_the_backbone():
 
 
 @pytest.mark.slow
-def test_compare_writes_one_row_per_backbone_and_reuses_finished_runs(tmp_path):
+def test_compare_writes_one_row_per_backbone_and_reuses_finished_runs(tmp_path, monkeypatch):
+    """... each run trained is recorded (series compare) with the metrics of its row; a run read back is not."""
+    folder = own_store(monkeypatch, tmp_path)
     specs = ['vit_tiny_patch16_224:{"depth": 4, "patch_size": 8, "img_size": (96, 128)}',
              'cvt_13_224:{"depths": (1, 1, 1), "out_indices": (0, 1, 2, 2)}']
     argv = ['configs/quickstart.py', '--backbones', *specs, '--out', str(tmp_path),
@@ -44,7 +48,19 @@ def test_compare_writes_one_row_per_backbone_and_reuses_finished_runs(tmp_path):
     assert len(records) == 2 and all(float(r['mIoU']) >= 0 and float(r['GMACs']) > 0 for r in records)
     assert (tmp_path / 'compare.png').stat().st_size > 0
     logs = sorted(tmp_path.glob('*/*/vis_data/scalars.json'))
+    recorded = series_records(folder, 'compare')
+    options = {'train_cfg.max_iters': 6, 'train_cfg.val_interval': 6, 'default_hooks.logger.interval': 2,
+               'val_dataloader.dataset.num_samples': 8}
+    assert [r['settings'] for r in recorded] == [
+        {'experiment': 'configs/quickstart.py', 'backbone': row['backbone'], 'cfg_options': options, 'iters': 6,
+         'seed': row['seed']} for row in rows]
+    for entry, row in zip(recorded, rows):
+        assert entry['rounds'] == {} and entry['metrics']['wall_s'] > 0
+        assert {k: entry['metrics'][k] for k in ('mIoU', 'aAcc', 'GMACs')} == {k: row[k] for k in ('mIoU', 'aAcc',
+                                                                                                  'GMACs')}
+    assert recorded[0]['command'].startswith('python tools/compare.py configs/quickstart.py --backbones')
     assert compare_tool.main(argv) == rows  # finished backbones are read back, not retrained
+    assert len(series_records(folder, 'compare')) == 2  # and not recorded again
     assert sorted(tmp_path.glob('*/*/vis_data/scalars.json')) == logs
 
 

@@ -12,6 +12,8 @@ from heads.datasets.base import fraction_indices
 from lab.benchmark import evidence, runs
 from lab.benchmark.compare import seeded
 
+from .records import own_store, series_records
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -70,6 +72,9 @@ def test_plan_names_runs_by_arm_fraction_and_seed():
 
 @pytest.mark.slow
 def test_an_interrupted_claim_reruns_only_the_missing_runs(tmp_path, monkeypatch):
+    """... and each run trained, not one read back, is recorded (series evidence) with its arm and metric."""
+    folder = own_store(monkeypatch, tmp_path)
+    record = {'series': 'evidence', 'settings': {'claim': 'toy'}, 'command': 'python tools/evidence.py toy'}
     config = tiny(tmp_path)
     claim = evidence.Claim('toy', 'mIoU', {'a': config, 'b': config}, prerequisite=config, needs={'b': 'load_from'})
     load = lambda path: Config.fromfile(path)  # noqa: E731
@@ -77,9 +82,15 @@ def test_an_interrupted_claim_reruns_only_the_missing_runs(tmp_path, monkeypatch
     real_train = evidence.train
     monkeypatch.setattr(evidence, 'train', lambda name, *a, **k: trained.append(name) or real_train(name, *a, **k))
     work = tmp_path / 'work'
-    records = evidence.execute(claim, load, [0], work)
+    records = evidence.execute(claim, load, [0], work, record=record)
     assert trained == ['prerequisite/seed0', 'a/seed0', 'b/seed0']
     assert len(records) == 2 and all(r['mIoU'] is not None for r in records)
+    recorded = series_records(folder, 'evidence')
+    assert [r['settings'] for r in recorded] == [
+        {'claim': 'toy', 'arm': arm, 'fraction': 1.0, 'config': config, 'iters': 2, 'seed': 0}
+        for arm in ('prerequisite', 'a', 'b')]
+    assert [r['metrics']['mIoU'] for r in recorded[1:]] == [r['mIoU'] for r in records]
+    assert all(r['metrics']['wall_s'] > 0 and r['command'] == record['command'] for r in recorded)
     # arm b started from the prerequisite's checkpoint
     logged = next((work / 'b' / 'seed0').glob('*/vis_data/config.py')).read_text()
     assert str(work / 'prerequisite' / 'seed0' / 'iter_2.pth') in logged
@@ -87,11 +98,12 @@ def test_an_interrupted_claim_reruns_only_the_missing_runs(tmp_path, monkeypatch
     (work / 'a' / 'seed0' / 'result.json').unlink()
     (work / 'b' / 'seed0' / 'result.json').unlink()
     trained.clear()
-    assert evidence.execute(claim, load, [0], work) == records
+    assert evidence.execute(claim, load, [0], work, record=record) == records
     assert trained == ['a/seed0', 'b/seed0']  # the prerequisite is not trained again
+    assert [r['settings']['arm'] for r in series_records(folder, 'evidence')[3:]] == ['a', 'b']
     trained.clear()
-    evidence.execute(claim, load, [0], work)
-    assert trained == []
+    evidence.execute(claim, load, [0], work, record=record)
+    assert trained == [] and len(series_records(folder, 'evidence')) == 5  # nothing read back is recorded
 
 
 def write_result(folder: Path, metric: float, seed: int) -> None:

@@ -17,6 +17,8 @@ from lab.benchmark.gpu_check import flash_row, plan
 from zoo.core import set_fused_attention
 from zoo.profiling import count_macs
 
+from .records import own_store, series_records
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location('gpu_check_tool', ROOT / 'tools' / 'gpu_check.py')
 tool = importlib.util.module_from_spec(spec)
@@ -46,7 +48,8 @@ def rank0_share(model, processes: int) -> float:
 
 
 @pytest.mark.slow
-def test_the_cpu_path_runs_every_step(tmp_path):
+def test_the_cpu_path_runs_every_step(tmp_path, monkeypatch):
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'gpu_check.md'
     rows = {r['step']: r for r in tool.main(['--device', 'cpu', '--no-compile', '--out', str(out)])}
     assert 'error' not in rows, rows.get('error')
@@ -91,6 +94,17 @@ def test_the_cpu_path_runs_every_step(tmp_path):
     assert rows['fp16']['result'] == 'ok' and fp16, rows['fp16']
     assert math.log2(float(fp16[2])).is_integer(), rows['fp16']
     assert rows['syncbn'] == {'step': 'syncbn', 'result': 'skipped', 'detail': "torch's SyncBatchNorm needs CUDA"}
+    # each step that measured something is a record (series gpu_check), the timed ones with every round
+    records = {r['settings']['step']: r for r in series_records(folder, 'gpu_check')}
+    assert list(records) == ['train', 'inference', 'flash', 'inference_big', 'ddp', 'fsdp', 'fp16']
+    assert all(r['settings'] == {'step': step, 'device': 'cpu', 'dtype': p['dtype']} for step, r in records.items())
+    for step in ('train', 'inference'):
+        assert {k: len(v) for k, v in records[step]['rounds'].items()} == {'ours': p['iters'], 'matmul': p['iters']}
+        assert f"{records[step]['metrics']['img_s']:.3g} img/s" == rows[step]['result']
+    assert f"{records['inference_big']['metrics']['peak_MiB']:.0f} MiB" == rows['inference_big']['result']
+    assert records['fsdp']['metrics']['rank0_share'] == float(share[1]) and records['ddp']['metrics']['wall_s'] > 0
+    assert records['fp16']['metrics']['loss_scale'] == float(fp16[2])
+    assert len(series_records(folder, 'train')) >= 4  # the tools/train.py runs it made recorded themselves
 
 
 def test_flash_is_no_when_the_attention_bypasses_sdpa():

@@ -5,6 +5,8 @@ import torch
 
 from zoo.profiling import count_macs, peak_memory
 
+from .records import assert_printed, own_store, series_records
+
 
 def test_macs_of_a_linear_layer_and_of_attention():
     assert count_macs(torch.nn.Linear(64, 32), torch.randn(5, 64)) == 5 * 64 * 32
@@ -26,18 +28,35 @@ def test_peak_memory_follows_live_tensors():
     assert mem['peak_mib'] == pytest.approx(3.0)
 
 
-def test_benchmark_tool_reports_ratio_against_timm(tmp_path):
+def test_benchmark_tool_reports_ratio_against_timm(tmp_path, monkeypatch):
+    """... and appends a record per row (series benchmark.reference) with every round of both sides and the values
+    its table printed."""
     pytest.importorskip('timm')
     import benchmark
+
+    from lab.benchmark.reference import COLUMNS
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'bench.md'
     rows = benchmark.main(['--models', 'deit_tiny_patch16_224', '--batch', '1', '--size', '224', '--dtypes', 'fp32',
-                           'bf16', '--warmup', '0', '--iters', '1', '--out', str(out)])
+                           'bf16', '--warmup', '0', '--iters', '2', '--out', str(out)])
     assert [r['dtype'] for r in rows] == ['fp32', 'bf16']
     for row in rows:
         assert row['ours_img_s'] > 0 and row['ref_img_s'] > 0 and row['ratio'] > 0
         assert row['GMACs'] == pytest.approx(1.26, rel=0.02)
         assert row['ours_peak_MiB'] > 0
     assert 'deit_tiny_patch16_224' in out.read_text()
+    records = series_records(folder, 'benchmark.reference')
+    assert [r['settings'] for r in records] == [
+        {'model': 'deit_tiny_patch16_224', 'dtype': dtype, 'batch': 1, 'size': '224x224', 'mode': 'inference',
+         'reference': 'timm'} for dtype in ('fp32', 'bf16')]
+    for entry, cells in zip(records, table_cells(out, COLUMNS, 2)):
+        assert [len(entry['rounds'][side]) for side in ('ours', 'reference')] == [2, 2]
+        assert_printed(entry, {k: cells[k] for k in ('ours_img_s', 'ref_img_s', 'ratio', 'ours_peak_MiB')})
+
+
+def table_cells(path, columns, count):
+    """The last ``count`` rows of the Markdown table in ``path``, as column -> cell."""
+    return [dict(zip(columns, line.strip('| ').split(' | '))) for line in path.read_text().splitlines()[-count:]]
 
 
 @pytest.mark.slow
@@ -66,24 +85,37 @@ def test_benchmark_ratio_tells_a_reference_doing_three_times_the_work(monkeypatc
 
 
 @pytest.mark.slow
-def test_dpt_benchmark_compares_with_transformers(capsys):
+def test_dpt_benchmark_compares_with_transformers(capsys, tmp_path, monkeypatch):
     pytest.importorskip('transformers')
     import benchmark
-    rows = benchmark.main(['--dpt', '--size', '64', '--iters', '1', '--checkpointing'])
+
+    from lab.benchmark.reference import DPT_COLUMNS
+    folder = own_store(monkeypatch, tmp_path)
+    out = tmp_path / 'dpt.md'
+    rows = benchmark.main(['--dpt', '--size', '64', '--iters', '2', '--checkpointing', '--out', str(out)])
     assert 'ours: kernel policy: ' in capsys.readouterr().out  # ours is routed as the runner routes it, and says so
     assert [r['pass'] for r in rows] == ['forward', 'training step (fused AdamW)',
                                          'training step, activation checkpointing']
     for row in rows[:2]:
         assert row['ours_s'] > 0 and row['hf_s'] > 0 and row['time_ratio'] > 0
         assert 0 < row['ours_peak_MiB'] and 0 < row['hf_peak_MiB']
+    records = series_records(folder, 'benchmark.dpt')
+    assert [r['settings'] for r in records] == [
+        {'pass': p, 'size': '64x64', 'batch': 1, 'reference': 'transformers'}
+        for p in ('forward', 'train_step', 'train_step_checkpointing')]
+    assert [{k: len(v) for k, v in r['rounds'].items()} for r in records] == [{'ours': 2, 'reference': 2}] * 2 + [
+        {'ours': 1}]  # checkpointing: one timed step of ours
+    for entry, cells in zip(records, table_cells(out, DPT_COLUMNS, 3)):
+        assert_printed(entry, {k: cells[k] for k in ('ours_s', 'ours_peak_MiB', 'memory_ratio')})
 
 
 TINY_DENSE = ['--backbones', 'vit_tiny_patch16_224:{"depth": 4}']
 
 
 @pytest.mark.slow
-def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path):
+def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path, monkeypatch):
     import benchmark
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'dense.md'
     rows = benchmark.main(['--dense', *TINY_DENSE, '--size', '64', '--batch', '1', '2', '--layouts', 'channels_last',
                            'contiguous', '--checkpointing', '--iters', '1', '--warmup', '0', '--out', str(out)])
@@ -97,19 +129,34 @@ def test_dense_benchmark_reports_rates_memory_and_every_switch(tmp_path):
     by_ckpt = {r['ckpt']: r['train_peak_MiB'] for r in rows if r['batch'] == 2 and r['layout'] == 'contiguous'}
     assert by_ckpt[True] < by_ckpt[False]
     assert 'vit_tiny_patch16_224' in out.read_text()
+    records = series_records(folder, 'benchmark.dense')
+    assert [r['settings'] for r in records] == [{k: r[k] for k in ('model', 'dtype', 'layout', 'ckpt', 'compile',
+                                                                   'batch', 'size')} for r in rows]
+    for entry, cells in zip(records, table_cells(out, benchmark.DENSE_COLUMNS, len(rows))):
+        assert {k: len(v) for k, v in entry['rounds'].items()} == {'ours': 1, 'matmul': 1, 'train': 1,
+                                                                  'train_matmul': 1}
+        assert_printed(entry, {k: cells[k] for k in ('fwd_img_s', 'matmul_pct', 'train_img_s', 'train_peak_MiB')})
 
 
 @pytest.mark.slow
-def test_resolution_sweep_writes_table_and_plot(tmp_path):
+def test_resolution_sweep_writes_table_and_plot(tmp_path, monkeypatch):
     import benchmark
+    folder = own_store(monkeypatch, tmp_path)
     out = tmp_path / 'sweep.md'
-    rows = benchmark.main(['--sweep', '64', '128', *TINY_DENSE, '--iters', '1', '--out', str(out)])
+    rows = benchmark.main(['--sweep', '64', '128', *TINY_DENSE, '--iters', '2', '--out', str(out)])
     assert [(r['size'], r['attention']) for r in rows] == [(64, 'sdpa'), (64, 'explicit'), (128, 'sdpa'),
                                                           (128, 'explicit')]
     assert [r['tokens'] for r in rows] == [16, 16, 64, 64]
     sdpa, explicit = rows[2:]  # at 128: explicit attention keeps 'heads n n' scores above the MLP's peak
     assert explicit['backbone_peak_MiB'] > sdpa['backbone_peak_MiB'] > 0
     assert out.with_suffix('.png').stat().st_size > 10_000
+    records = series_records(folder, 'benchmark.sweep')
+    assert [r['settings'] for r in records] == [
+        {'model': 'vit_tiny_patch16_224', 'size': f'{s}x{s}', 'batch': 1, 'attention': a, 'dtype': 'fp32'}
+        for s in (64, 128) for a in ('sdpa', 'explicit')]
+    for entry, cells in zip(records, table_cells(out, benchmark.SWEEP_COLUMNS, 4)):
+        assert len(entry['rounds']['ours']) == 2
+        assert_printed(entry, {k: cells[k] for k in ('seconds', 'peak_MiB', 'backbone_peak_MiB')})
 
 
 @pytest.mark.slow

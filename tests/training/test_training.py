@@ -1,6 +1,7 @@
 """Training and evaluation through mmengine Runners and the tools: wiring, resume, autocast, learning."""
 import contextlib
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +30,26 @@ def _in_project_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-def test_quickstart_trains_evaluates_and_draws(tmp_path):
+def test_quickstart_trains_evaluates_and_draws(tmp_path, monkeypatch):
+    """... and the finished run is recorded (series train): its config, options, length, final validation metrics
+    and wall time."""
+    from ..tools.records import own_store, series_records
+    folder = own_store(monkeypatch, tmp_path / 'store')
+    start = time.perf_counter()
     runner = train_tool.main(quick(tmp_path, 4))
+    seconds = time.perf_counter() - start
     scalars = runner.message_hub.log_scalars
     assert 'val/mIoU' in scalars or 'mIoU' in ' '.join(scalars)
     assert (tmp_path / 'predictions.png').stat().st_size > 0
     assert (tmp_path / 'iter_4.pth').exists()
+    (entry,) = series_records(folder, 'train')
+    options = dict(option.split('=') for option in quick(tmp_path, 4)[4:])
+    assert entry['settings'] == {'config': 'configs/quickstart.py', 'max_iters': 4,
+                                 'cfg_options': {k: int(v) for k, v in options.items()}}
+    logged = scalars[next(k for k in scalars if k.endswith('mIoU'))].current()
+    assert entry['metrics']['mIoU'] == pytest.approx(logged) and 'aAcc' in entry['metrics']
+    assert 0 < entry['metrics']['wall_s'] <= seconds and entry['rounds'] == {}
+    assert entry['command'] == 'python tools/train.py ' + ' '.join(quick(tmp_path, 4))
 
 
 def test_resume_reads_checkpoints_with_weights_only_loading(tmp_path):

@@ -12,6 +12,7 @@ import ast
 import copy
 import csv
 import json
+import time
 import warnings
 from pathlib import Path
 
@@ -180,12 +181,14 @@ def seeded(cfg, seed: int):
 
 
 def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict | None = None,
-            exclude=()) -> dict:
+            exclude=(), record: dict | None = None) -> dict:
     """Train + evaluate ``cfg`` in ``out/name`` (resuming if interrupted), then measure (unless ``measure_costs``
     is False: the costs do not depend on the seed); the row is kept in result.json with the settings that produced
     it (:mod:`lab.benchmark.runs`: ``options``, the tool's options that change the result, and the config keys in
     ``exclude`` go into them as :func:`lab.benchmark.provenance.settings` says), so that a finished run is not
-    repeated for the same settings and never read back for others. A damaged log is named and the run redone."""
+    repeated for the same settings and never read back for others. A damaged log is named and the run redone.
+    A run trained here (not one read back) is appended to the results store when ``record`` is given
+    (:func:`lab.records.rows.record_run`: ``{'series': ..., 'settings': {...}}``)."""
     work_dir = out / name
     expected = settings(cfg, {'measure_costs': measure_costs, **(options or {})}, exclude)
     for attempt in range(2):
@@ -197,8 +200,10 @@ def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict
         run_cfg.work_dir = str(work_dir)
         if (work_dir / 'last_checkpoint').exists():
             run_cfg.resume, run_cfg.load_from = True, None
+        start = time.perf_counter()
         runner = ZooRunner.from_cfg(run_cfg)
         runner.train()
+        wall = time.perf_counter() - start
         try:
             metrics = last_metrics(read_scalars(work_dir))
         except LogFileError as error:
@@ -211,7 +216,11 @@ def run_one(name: str, cfg, out: Path, measure_costs: bool = True, options: dict
         row = {'backbone': name, 'seed': cfg.get('randomness', {}).get('seed'), 'iters': cfg.train_cfg.max_iters,
                **(measure(cfg, batch) if measure_costs else {}),
                'train_img_s': batch / seconds_per_iter if seconds_per_iter else None, **metrics}
-        return run_folder.finish(work_dir, row, expected)
+        row = run_folder.finish(work_dir, row, expected)
+        if record is not None:
+            from lab.records.rows import record_run
+            record_run(record, row, wall)
+        return row
 
 
 def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tuple[object, dict]:
@@ -242,17 +251,19 @@ def budgeted(name: str, cfg, out: Path, budget: tuple[str, float | None]) -> tup
     return cfg, {k: v for k, v in derived.items() if k not in ('iters', *basis)}
 
 
-def run_backbone(name: str, cfg, out: Path, seeds: list[int], budget=('iters', None), progress=None) -> tuple:
+def run_backbone(name: str, cfg, out: Path, seeds: list[int], budget=('iters', None), progress=None,
+                 record: dict | None = None) -> tuple:
     """All runs of one backbone: one per seed (in OUT/<name>/seed<k> when there are several, else OUT/<name> with
     the config's own seed), each resumable and never repeated once finished with these settings. Returns (table
-    row, per-run rows: each with its 'provenance')."""
+    row, per-run rows: each with its 'provenance'); each run trained here is recorded as ``record`` says
+    (:func:`run_one`)."""
     cfg, derived = budgeted(name, cfg, out, budget)
     results = []
     for i, seed in enumerate(seeds):
         if len(seeds) == 1:
-            row = run_one(name, cfg, out)
+            row = run_one(name, cfg, out, record=record)
         else:
-            row = run_one(f'{name}/seed{seed}', seeded(cfg, seed), out, measure_costs=i == 0)
+            row = run_one(f'{name}/seed{seed}', seeded(cfg, seed), out, measure_costs=i == 0, record=record)
         results.append({**row, 'backbone': name, **derived})
         if progress is not None:
             progress.update()

@@ -27,10 +27,15 @@ def autocast(device: torch.device, dtype: str):
     return torch.autocast(device.type, dtype=DTYPES[dtype]) if DTYPES[dtype] else contextlib.nullcontext()
 
 
-def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
+def round_seconds(fn, device: torch.device, iters: int, warmup: int) -> list[float]:
+    """Seconds of each of ``iters`` timed calls of ``fn``, after ``warmup`` untimed ones."""
     for _ in range(warmup):
         fn()
-    return median([seconds_of(fn, device) for _ in range(iters)])
+    return [seconds_of(fn, device) for _ in range(iters)]
+
+
+def median_seconds(fn, device: torch.device, iters: int, warmup: int) -> float:
+    return median(round_seconds(fn, device, iters, warmup))
 
 
 def matmul_call(device: torch.device, dtype: str, n: int = 2048, seconds: float = 0.5):
@@ -60,12 +65,17 @@ def forward_against_matmul(forward, flops: float, device: torch.device, dtype: s
     """(seconds, matmul GFLOP/s, model rate / matmul rate): the model's pass (a forward, or a training step with
     its FLOPs) and the matmul timed in alternating rounds, each ratio taken within its round, so that the
     machine's drift hits both alike."""
+    return timed_against_matmul(forward, flops, device, dtype, iters, warmup)[:3]
+
+
+def timed_against_matmul(forward, flops: float, device: torch.device, dtype: str, iters: int, warmup: int):
+    """:func:`forward_against_matmul`'s figures and a fourth: ``(pass seconds, matmul seconds)`` of each round."""
     matmul, matmul_flops = matmul_call(device, dtype)
     for _ in range(warmup):
         forward()
     rounds = [(seconds_of(forward, device), seconds_of(matmul, device)) for _ in range(iters)]
     return (median([f for f, _ in rounds]), median([matmul_flops / m / 1e9 for _, m in rounds]),
-            median([(flops / f) / (matmul_flops / m) for f, m in rounds]))
+            median([(flops / f) / (matmul_flops / m) for f, m in rounds]), rounds)
 
 
 def build_model(cfg, device: str, channels_last: bool = True, checkpointing: bool = False):
@@ -141,16 +151,18 @@ def benchmark_one(name: str, cfg, *, size, batch: int, dtype: str, device: str, 
     row = {'model': name, 'dtype': dtype, 'layout': 'channels_last' if channels_last else 'contiguous',
            'ckpt': checkpointing, 'compile': compile, 'batch': batch, 'size': f'{size[0]}x{size[1]}',
            'params_M': count_params(model) / 1e6, 'GMACs': flops / 2 / batch / 1e9}
-    seconds, matmul_rate, share = forward_against_matmul(forward_fn(runnable, x, dtype), flops, device, dtype, iters,
-                                                         warmup)
+    seconds, matmul_rate, share, rounds = timed_against_matmul(forward_fn(runnable, x, dtype), flops, device, dtype,
+                                                               iters, warmup)
     row.update(fwd_img_s=batch / seconds, GFLOP_s=flops / seconds / 1e9, matmul_GFLOP_s=matmul_rate,
-               matmul_pct=100 * share, fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device))
+               matmul_pct=100 * share, fwd_peak_MiB=peak_of(forward_fn(model, x, dtype), device),
+               fwd_rounds=[f for f, _ in rounds], matmul_rounds=[m for _, m in rounds])
     if train:  # training FLOPs: 3 x the forward's (backward: one product for the input, one for the weights)
         model.train()
-        seconds, matmul_rate, share = forward_against_matmul(train_step_fn(runnable, x, dtype), 3 * flops, device,
-                                                             dtype, iters, warmup)
+        seconds, matmul_rate, share, rounds = timed_against_matmul(train_step_fn(runnable, x, dtype), 3 * flops,
+                                                                   device, dtype, iters, warmup)
         row.update(train_img_s=batch / seconds, train_GFLOP_s=3 * flops / seconds / 1e9, train_matmul_pct=100 * share,
-                   train_peak_MiB=peak_of(warm(train_step_fn(model, x, dtype)), device))
+                   train_peak_MiB=peak_of(warm(train_step_fn(model, x, dtype)), device),
+                   train_rounds=[f for f, _ in rounds], train_matmul_rounds=[m for _, m in rounds])
     return row
 
 
@@ -182,10 +194,10 @@ def resolution_sweep(cfg, sizes: list[int], *, device: str, dtype: str, iters: i
         for fused in (True, False):
             set_fused_attention(model, fused)
             run = forward_fn(model, x, dtype)
+            times = round_seconds(run, device, iters, warmup=1)
             row = {'size': size, 'tokens': (size // 16) ** 2, 'attention': 'sdpa' if fused else 'explicit',
-                   'dtype': dtype, 'seconds': median_seconds(run, device, iters, warmup=1),
-                   'peak_MiB': peak_of(run, device),
-                   'backbone_peak_MiB': peak_of(backbone_fn(model, x, dtype), device)}
+                   'dtype': dtype, 'seconds': median(times), 'peak_MiB': peak_of(run, device),
+                   'backbone_peak_MiB': peak_of(backbone_fn(model, x, dtype), device), 'rounds': times}
             rows.append(row)
             report(row)
     set_fused_attention(model, True)

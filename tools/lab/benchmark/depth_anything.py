@@ -60,6 +60,7 @@ def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, d
     row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, 'ours_s': median(times[0]),
            'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
            'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],
-           'max_abs_diff': (outputs[0][:, 0] - outputs[1]).abs().max().item()}
+           'max_abs_diff': (outputs[0][:, 0] - outputs[1]).abs().max().item(), 'ours_rounds': times[0],
+           'hf_rounds': times[1]}
     report(row)
     return row

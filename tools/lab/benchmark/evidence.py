@@ -96,6 +96,7 @@ class Job:
     cfg: object
     options: dict = field(default_factory=dict)
     exclude: tuple = ()
+    record: dict | None = None  # how the run, once trained, is recorded (lab.records.rows.record_run)
 
     def expected(self) -> dict:
         """The settings :func:`lab.benchmark.compare.run_one` records for this run (the config as it crosses
@@ -105,13 +106,14 @@ class Job:
 
 
 def train(name: str, cfg_dict: dict, work: str, threads: int | None = None, options: dict | None = None,
-          exclude=()) -> dict:
+          exclude=(), record: dict | None = None) -> dict:
     """One run in this process (the pool's entry point: a plain dict crosses the process boundary)."""
     if threads:
         import torch
         torch.set_num_threads(threads)
     from mmengine.config import Config
-    return run_one(name, Config(cfg_dict), Path(work), measure_costs=False, options=options, exclude=exclude)
+    return run_one(name, Config(cfg_dict), Path(work), measure_costs=False, options=options, exclude=exclude,
+                   record=record)
 
 
 def run_all(jobs_: list[Job], work: Path, jobs: int) -> dict[str, dict]:
@@ -122,23 +124,32 @@ def run_all(jobs_: list[Job], work: Path, jobs: int) -> dict[str, dict]:
     if jobs > 1 and len(todo) > 1:
         os.environ['OMP_NUM_THREADS'] = os.environ['MKL_NUM_THREADS'] = '1'  # inherited by the workers
         with ProcessPoolExecutor(jobs, mp_context=get_context('spawn')) as pool:
-            futures = [pool.submit(train, j.run.name, j.cfg.to_dict(), str(work), 1, j.options, j.exclude)
+            futures = [pool.submit(train, j.run.name, j.cfg.to_dict(), str(work), 1, j.options, j.exclude, j.record)
                        for j in todo]
             for future in futures:
                 future.result()  # an error in a run stops here, after the others finished
     else:
         for j in todo:
-            train(j.run.name, j.cfg.to_dict(), str(work), options=j.options, exclude=j.exclude)
+            train(j.run.name, j.cfg.to_dict(), str(work), options=j.options, exclude=j.exclude, record=j.record)
     return {j.run.name: run_folder.read_result(work / j.run.name / run_folder.RESULT) for j in jobs_}
 
 
-def execute(claim: Claim, load, seeds: list[int], work: Path, jobs: int = 1, iters: int | None = None) -> list[dict]:
+def execute(claim: Claim, load, seeds: list[int], work: Path, jobs: int = 1, iters: int | None = None,
+            record: dict | None = None) -> list[dict]:
     """Train the claim's prerequisite and arms (``load(path)`` -> Config; ``iters``: the arms' schedule length,
     schedulers rescaled, one validation at the end). Independent arms share the pool with the prerequisite; the arms
     that need it follow, recording the prerequisite's settings. Returns one record per arm run: arm, fraction,
-    seed, metric; runs of one arm and fraction made with different settings raise ProvenanceError."""
+    seed, metric; runs of one arm and fraction made with different settings raise ProvenanceError. With ``record``
+    (``{'series', 'settings', 'command'}``) each run trained here is recorded with its arm, fraction and config
+    added to the settings (:func:`lab.records.rows.record_run`)."""
     pre, runs = plan(claim, seeds)
     rows = {}
+
+    def how(run: Run, config: str) -> dict | None:
+        if record is None:
+            return None
+        cell = {**record['settings'], 'arm': run.arm, 'fraction': run.fraction, 'config': config}
+        return {**record, 'settings': cell}
 
     def job(run: Run) -> Job:
         cfg = copy.deepcopy(load(claim.arms[run.arm]))
@@ -148,13 +159,14 @@ def execute(claim: Claim, load, seeds: list[int], work: Path, jobs: int = 1, ite
         if run.fraction != 1.0:
             cfg.train_dataloader.dataset.update(fraction=run.fraction, fraction_seed=0)
         if run.arm not in claim.needs:
-            return Job(run, seeded(cfg, run.seed))
+            return Job(run, seeded(cfg, run.seed), record=how(run, claim.arms[run.arm]))
         source = next(p for p in pre if p.seed == run.seed or not claim.per_seed_prerequisite)
         cfg.merge_from_dict({claim.needs[run.arm]: checkpoint_of(work, source)})
         made = {k: v for k, v in rows[source.name]['provenance'].items() if k != 'seed'}
-        return Job(run, seeded(cfg, run.seed), {'prerequisite': made}, (claim.needs[run.arm],))
+        return Job(run, seeded(cfg, run.seed), {'prerequisite': made}, (claim.needs[run.arm],),
+                   how(run, claim.arms[run.arm]))
 
-    first = [Job(p, seeded(load(claim.prerequisite), p.seed)) for p in pre]
+    first = [Job(p, seeded(load(claim.prerequisite), p.seed), record=how(p, claim.prerequisite)) for p in pre]
     first += [job(r) for r in runs if r.arm not in claim.needs]
     rows.update(run_all(first, work, jobs))
     rows.update(run_all([job(r) for r in runs if r.arm in claim.needs], work, jobs))

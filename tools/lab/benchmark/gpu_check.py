@@ -61,8 +61,11 @@ def plan(device: str) -> dict:
                 else 'fp32', iters=2, warmup=1, train_iters=2, fsdp_nproc=2)  # two processes: the sharding shows
 
 
-def _row(step: str, result: str, detail: str = '') -> dict:
-    return {'step': step, 'result': result, 'detail': detail}
+def _row(step: str, result: str, detail: str = '', metrics: dict | None = None, rounds: dict | None = None) -> dict:
+    """A table row; ``metrics`` (single values) and ``rounds`` (side -> every timed round's seconds) are what the
+    step measured, for its record in the results store (tools/gpu_check.py)."""
+    return {'step': step, 'result': result, 'detail': detail, **({'metrics': metrics} if metrics else {}),
+            **({'rounds': rounds} if rounds else {})}
 
 
 def throughput_steps(p: dict, device: str, compile: bool) -> list:
@@ -79,10 +82,16 @@ def throughput_steps(p: dict, device: str, compile: bool) -> list:
         return [_row('train', f"{row['train_img_s']:.3g} img/s",
                      f"{size}; {3 * 2 * row['GMACs']:.3g} GFLOP per image: {row['train_GFLOP_s'] / 1e3:.3g} TFLOP/s "
                      f"= {row['train_matmul_pct']:.3g}% of the matmul rate measured in the same rounds "
-                     f"({row['matmul_GFLOP_s'] / 1e3:.3g} TFLOP/s); peak {row['train_peak_MiB']:.0f} MiB"),
+                     f"({row['matmul_GFLOP_s'] / 1e3:.3g} TFLOP/s); peak {row['train_peak_MiB']:.0f} MiB",
+                     {'img_s': row['train_img_s'], 'GFLOP_s': row['train_GFLOP_s'],
+                      'matmul_pct': row['train_matmul_pct'], 'peak_MiB': row['train_peak_MiB']},
+                     {'ours': row['train_rounds'], 'matmul': row['train_matmul_rounds']}),
                 _row('inference', f"{row['fwd_img_s']:.3g} img/s", f"{size}; {2 * row['GMACs']:.3g} GFLOP per image: "
                                                                     f"{row['matmul_pct']:.3g}% of the matmul rate; "
-                                                                    f"peak {row['fwd_peak_MiB']:.0f} MiB")]
+                                                                    f"peak {row['fwd_peak_MiB']:.0f} MiB",
+                     {'img_s': row['fwd_img_s'], 'GFLOP_s': row['GFLOP_s'], 'matmul_GFLOP_s': row['matmul_GFLOP_s'],
+                      'matmul_pct': row['matmul_pct'], 'peak_MiB': row['fwd_peak_MiB']},
+                     {'ours': row['fwd_rounds'], 'matmul': row['matmul_rounds']})]
 
     def flash():
         model = state['model'] = build_model(cfg, device).eval()
@@ -91,8 +100,9 @@ def throughput_steps(p: dict, device: str, compile: bool) -> list:
     def big():
         model = state.get('model') or build_model(cfg, device).eval()
         x = torch.randn(1, 3, *p['big'], device=device)
-        return [_row('inference_big', f"{peak_of(forward_fn(model, x, p['dtype']), torch.device(device)):.0f} MiB",
-                     f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}")]
+        peak = peak_of(forward_fn(model, x, p['dtype']), torch.device(device))
+        return [_row('inference_big', f"{peak:.0f} MiB", f"batch 1 at {p['big'][0]}x{p['big'][1]}, {p['dtype']}",
+                     {'peak_MiB': peak})]
 
     def compiled():
         if not compile:
@@ -101,9 +111,13 @@ def throughput_steps(p: dict, device: str, compile: bool) -> list:
         eager = state.get('row') or benchmark_one('dpt', cfg, compile=False, train=False, **common)
         start = time.perf_counter()
         row = benchmark_one('dpt', cfg, compile=True, train=False, **common)
+        seconds = time.perf_counter() - start
         return [_row('compile', f"{row['fwd_img_s'] / eager['fwd_img_s']:.2f}x eager",
                      f"forward {eager['fwd_img_s']:.3g} img/s eager, {row['fwd_img_s']:.3g} compiled "
-                     f"({time.perf_counter() - start:.0f} s with the compilation)")]
+                     f"({seconds:.0f} s with the compilation)",
+                     {'speedup': row['fwd_img_s'] / eager['fwd_img_s'], 'img_s_eager': eager['fwd_img_s'],
+                      'img_s': row['fwd_img_s'], 'wall_s': seconds},
+                     {'ours': row['fwd_rounds'], 'eager': eager['fwd_rounds']})]
 
     return [('train', throughput), ('flash', flash), ('inference_big', big), ('compile', compiled)]
 
@@ -131,7 +145,8 @@ def flash_row(model, p: dict, device: str) -> dict:
     flash = sum(n for name, n in kernels.items() if name.startswith('_scaled_dot_product_flash_attention'))
     detail = (f"{flash} of the model's {expected} attention calls ran SDPA's flash kernel "
               f"({', '.join(f'{k} x{n}' for k, n in sorted(kernels.items())) or 'no SDPA kernel ran'}; {p['dtype']})")
-    return _row('flash', 'yes' if expected and flash == expected else 'no', detail)
+    return _row('flash', 'yes' if expected and flash == expected else 'no', detail,
+                {'flash_calls': flash, 'attention_calls': expected})
 
 
 def train_command(p: dict, work_dir: Path, *extra: str, nproc: int = 0, options=()) -> list[str]:
@@ -160,7 +175,8 @@ def training_steps(p: dict, device: str, tmp: Path) -> list:
     def ddp():
         ok, tail, seconds = run_command(train_command(p, tmp / 'ddp', '--launcher', 'pytorch', nproc=1))
         return [_row('ddp', 'ok' if ok else 'FAILED', f"1 process, {backend}, {p['train_iters']} iterations, "
-                                                       f"{seconds:.0f} s" + ('' if ok else f': {tail}'))]
+                                                       f"{seconds:.0f} s" + ('' if ok else f': {tail}'),
+                     {'wall_s': seconds} if ok else None)]
 
     def deterministic():
         finals = []
@@ -202,7 +218,8 @@ def fp16_row(p: dict, work_dir: Path) -> dict:
     loss = last_loss(work_dir)
     good = finite and scale is not None and loss is not None and math.isfinite(loss)
     return _row('fp16', 'ok' if good else 'FAILED', f"{detail}; last logged loss {loss}, loss scale at the end "
-                                                    f"{scale}, weights {'finite' if finite else 'NOT finite'}")
+                                                    f"{scale}, weights {'finite' if finite else 'NOT finite'}",
+                {'wall_s': seconds, 'loss': loss, 'loss_scale': float(scale)} if good else None)
 
 
 def syncbn_row(p: dict, device: str, work_dir: Path) -> dict:
@@ -217,7 +234,8 @@ def syncbn_row(p: dict, device: str, work_dir: Path) -> dict:
         return _row('syncbn', 'FAILED', f'{detail}: {tail}')
     loss = last_loss(work_dir)
     good = loss is not None and math.isfinite(loss)
-    return _row('syncbn', 'ok' if good else 'FAILED', f'{detail}; last logged loss {loss}')
+    return _row('syncbn', 'ok' if good else 'FAILED', f'{detail}; last logged loss {loss}',
+                {'wall_s': seconds, 'loss': loss} if good else None)
 
 
 def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
@@ -234,7 +252,8 @@ def fsdp_row(p: dict, device: str, work_dir: Path) -> dict:
     logs = sorted(work_dir.glob('*/*.log'))
     found = re.search(r'ratio ([\d.]+)', logs[0].read_text()) if logs else None
     share = f"; rank 0 holds {float(found[1]):.3f} of the parameter + optimizer bytes" if found else ''
-    return _row('fsdp', 'ok', detail + share)
+    return _row('fsdp', 'ok', detail + share,
+                {'wall_s': seconds, **({'rank0_share': float(found[1])} if found else {})})
 
 
 def gpu_check(device: str | None = None, compile: bool = True, progress=None) -> tuple[list[dict], str]:

@@ -91,11 +91,11 @@ def benchmark(name: str, batch: int, size: int, dtypes: list[str], device: str, 
         times = interleaved_times(models, x, DTYPES[dtype], warmup, iters)
         row = {'model': name, 'dtype': dtype, 'batch': batch, 'size': size, 'params_M': count_params(ours) / 1e6,
                'GMACs': gmacs, 'ours_img_s': batch / median(times[0]),
-               'ours_peak_MiB': measure_peak(ours, x, DTYPES[dtype])}
+               'ours_peak_MiB': measure_peak(ours, x, DTYPES[dtype]), 'ours_rounds': times[0]}
         if ref is not None:  # ratio: median over rounds of the paired ratio, so that slow spells cancel
             row.update(ref_img_s=batch / median(times[1]),
                        ratio=median([r / o for o, r in zip(times[0], times[1])]),
-                       ref_peak_MiB=measure_peak(ref, x, DTYPES[dtype]))
+                       ref_peak_MiB=measure_peak(ref, x, DTYPES[dtype]), ref_rounds=times[1])
         rows.append(row)
         report(row)
     if profile_runs and ref is not None:
@@ -160,14 +160,16 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
                                                                 names=('ours', 'transformers')))
         rows.append({'pass': label, 'batch': batch, 'size': size, 'ours_s': median(times[0]),
                      'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
-                     'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1]})
+                     'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],
+                     'ours_rounds': times[0], 'hf_rounds': times[1]})
         report(rows[-1])
     if checkpointing:
         set_grad_checkpointing(ours.backbone)
         with peak_memory(x.device) as mem:
             seconds = seconds_of(lambda: train_step(ours, x, False, optimizers[0]), x.device)
         rows.append({'pass': 'training step, activation checkpointing', 'batch': batch, 'size': size,
-                     'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'], 'memory_ratio': mem['peak_mib'] / peaks[1]})
+                     'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'], 'memory_ratio': mem['peak_mib'] / peaks[1],
+                     'ours_rounds': [seconds]})
         report(rows[-1])
     return rows
 
