@@ -150,7 +150,9 @@ def row_record(header: list[str], cells: list[str], command: str) -> dict | None
         return {'series': 'gpu_check', 'settings': {'step': row['step'], 'device': 'cuda', 'dtype': dtype},
                 'rounds': {}, 'metrics': metrics} if metrics else None
     elif 'backbone_peak_MiB' in row:
-        settings = {'size': size(row['size']), 'attention': row['attention'], 'dtype': row['dtype'], 'batch': 1}
+        config = re.search(r'--dense (\S+)', command)   # the sweep's model: its config's stem, as the tool names it
+        settings = {'model': Path(config.group(1)).stem if config else 'dpt_vitb_ade20k', 'size': size(row['size']),
+                    'attention': row['attention'], 'dtype': row['dtype'], 'batch': 1}
         rounds, skip = {'ours': [values['seconds']]}, ('size', 'tokens', 'seconds')
     else:
         return None
