@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 from pathlib import Path
 
@@ -16,9 +15,9 @@ def rss_mib() -> float:
 
 
 def cpu_name() -> str:
-    """The CPU's model name (Linux), else what platform says."""
-    return next((line.split(':', 1)[1].strip() for line in Path('/proc/cpuinfo').read_text().splitlines()
-                 if line.startswith('model name')), platform.processor())
+    """The CPU's model name (Linux), else what platform says: the store's reading (:mod:`lab.records.machine`)."""
+    from lab.records.machine import cpu_info
+    return cpu_info()['cpu']
 
 
 def child_result(command: list[str], timeout: float | None = None) -> dict:
