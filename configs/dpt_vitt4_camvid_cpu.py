@@ -1,5 +1,6 @@
 # DPT on CamVid sized for a CPU: ViT-Ti with 4 blocks (from scratch), a narrow neck, 240x180 images, 400
-# iterations (about 20 minutes on 2 cores). The model behind the pictures in docs/visualization.md:
+# iterations (its mIoU and time: `python tools/short_runs.py --data ../shared/data camvid_cpu`, recorded in
+# docs/training.md's short-run table). The model behind the pictures in docs/visualization.md:
 #   python tools/train.py configs/dpt_vitt4_camvid_cpu.py --data-root ../shared/data/camvid
 _base_ = ['dpt_vitb_camvid.py']
 max_iters = 400

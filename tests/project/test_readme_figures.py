@@ -1,13 +1,10 @@
 """The training figures of docs/training.md (README's until the docs site) are those of a committed run or of the
 tests that make them: the quickstart's mIoU, iterations and console line count against the committed console output
-it cites, and the short-run table's iteration counts against tests/training/test_training.py."""
-import inspect
+it cites, and the short-run tables' rows against tools/short_runs.py (their figures are rendered from the store)."""
 import re
 from pathlib import Path
 
 from mmengine.config import Config
-
-from ..training import test_training
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / 'docs' / 'training.md').read_text()  # the figures and the short-run table moved here
@@ -27,23 +24,13 @@ def test_the_quickstart_caption_is_the_committed_run():
     assert 'OMP_NUM_THREADS=2 python tools/train.py configs/quickstart.py' in output
 
 
-def readme_iterations(row_start: str) -> int:
-    row = next(line for line in README.splitlines() if line.startswith(row_start))
-    return int(re.search(r'\| (\d+) iter', row)[1])
-
-
-def test_the_short_run_table_has_the_tests_iterations():
-    camvid = test_training.test_camvid_short_run_beats_the_majority_class.pytestmark[0]
-    tested = dict(zip(camvid.kwargs['ids'], (iters for _, iters in camvid.args[1])))
-    rows = {'vit': '| CamVid, `configs/dpt_vitb_camvid.py` shrunk, ViT-Ti', 'cvt': '| same, CvT-13',
-            'coatnet': '| same, CoAtNet', 'crossvit': '| same, CrossViT', 'clip': '| same, CLIP',
-            'siglip': '| same, SigLIP', 'dinov3': '| same, DINOv3', 'eva02': '| same, EVA-02',
-            'pe': '| same, Perception Encoder', 'aimv2': '| same, AIMv2', 'radio': '| same, C-RADIOv3',
-            'internvit': '| same, InternViT-300M', 'naflex': '| same, NaFlex'}
-    assert {name: readme_iterations(rows[name]) for name in tested} == tested
-    depth = re.search(r"'train_cfg\.max_iters=(\d+)'",
-                      inspect.getsource(test_training.test_seven_scenes_short_run_beats_predicting_the_mean_depth))
-    assert readme_iterations('| 7-Scenes depth') == int(depth[1])
+def test_the_short_run_tables_have_a_row_per_run_of_the_tool():
+    """docs/training.md's short-run tables (rendered from the store by tools/render_docs.py) list every run of
+    tools/short_runs.py, the one definition tests/training/test_training.py trains too, with its iterations."""
+    import short_runs
+    blocks = re.findall(r'<!-- records: table series=short_run (.*?)-->', README, re.S)
+    rows = [tuple(row.split(',')) for block in blocks for row in re.findall(r'row=(\S+)', block)]
+    assert sorted(rows) == sorted((name, str(run.iters)) for name, run in short_runs.RUNS.items())
 
 
 def test_the_detection_page_gives_the_ci_test_s_iterations_or_none():
