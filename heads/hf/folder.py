@@ -13,9 +13,8 @@ from pathlib import Path
 from zoo.weights import load_pretrained, read_state_dict
 from zoo.weights.io import check_local
 
-from ..layouts.detect import Checkpoint
+from ..layouts.detect import Checkpoint, convert_checkpoint
 from ..layouts.table import FOLDERS
-from ..models.task_checkpoint import convert_task_state
 from ..registry import MODELS
 from .config import HFConfigError, read_config_json
 
@@ -48,7 +47,7 @@ def from_pretrained_hf(folder):
     module, config_fn = KINDS.get(config.get('model_type'), KINDS['dpt'])
     model_cfg = getattr(import_module(f'heads.hf.{module}'), config_fn)(config, config_file)
     model = MODELS.build(model_cfg)
-    state, layout = convert_task_state(Checkpoint(read_state_dict(folder), model, str(folder), config), FOLDERS)
+    state, layout = convert_checkpoint(Checkpoint(read_state_dict(folder), model, str(folder), config), FOLDERS)
     load_pretrained(model, state, format='zoo', name=str(folder), layout=layout.name)
     model.hf_model_config = model_cfg
     return model.eval()

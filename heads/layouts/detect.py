@@ -6,7 +6,8 @@ state dict, the model it is for, a transformers folder's ``config.json``), a ``c
 function into this project's keys, and the task models it applies to (class names, matched along the model's
 class hierarchy). :func:`detect_layout` asks every row: none detecting is :class:`UnknownLayoutError`, more than one
 :class:`AmbiguousLayoutError`, a row for other task models :class:`LayoutModelError`; each names the checkpoint, the
-rows and what to do, and comes before anything is converted or loaded.
+rows and what to do, and comes before anything is converted or loaded. :func:`convert_checkpoint` converts with the
+row found.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from zoo.weights import CheckpointError
+from zoo.weights import CheckpointError, CheckpointLayoutError
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,13 @@ def detect_layout(checkpoint: Checkpoint, layouts) -> Layout:
             f"{' or '.join(row.models)}, not a {type(checkpoint.model).__name__}; nothing was loaded. Build the model "
             f"the checkpoint is of (the config it was trained or released with) to load it")
     return row
+
+
+def convert_checkpoint(checkpoint: Checkpoint, layouts) -> tuple[dict, Layout]:
+    """``checkpoint``'s state in this project's keys for its model, and the row of ``layouts`` it was in
+    (:func:`detect_layout`); a converter's finding of a damaged key names the checkpoint."""
+    layout = detect_layout(checkpoint, layouts)
+    try:
+        return layout.convert(checkpoint.state, checkpoint.model), layout
+    except CheckpointLayoutError as err:
+        raise err.in_file(checkpoint.name) from None

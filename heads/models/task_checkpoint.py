@@ -8,9 +8,9 @@ import copy
 import torch
 from torch import nn
 
-from zoo.weights import CheckpointError, CheckpointLayoutError, LoadReport, load_pretrained, read_state_dict
+from zoo.weights import CheckpointError, LoadReport, load_pretrained, read_state_dict
 
-from ..layouts.detect import Checkpoint, Layout, detect_layout
+from ..layouts.detect import Checkpoint, convert_checkpoint, detect_layout
 from ..layouts.table import LAYOUTS
 
 
@@ -20,16 +20,6 @@ def task_checkpoint_layout(state, model: nn.Module, name: str = 'state dict') ->
     in several or for another task model is refused (:mod:`heads.layouts.detect`'s errors, naming ``name``), as are
     mmseg DPT names mixed with others (:class:`heads.layouts.mmseg.MixedLayoutError`)."""
     return detect_layout(Checkpoint(state, model, name), LAYOUTS).name
-
-
-def convert_task_state(checkpoint: Checkpoint, layouts=LAYOUTS) -> tuple[dict, Layout]:
-    """``checkpoint``'s state in this project's keys for its model, and the layout it was in (the one row of
-    ``layouts`` that detects it); a converter's finding of a damaged key names the checkpoint."""
-    layout = detect_layout(checkpoint, layouts)
-    try:
-        return layout.convert(checkpoint.state, checkpoint.model), layout
-    except CheckpointLayoutError as err:
-        raise err.in_file(checkpoint.name) from None
 
 
 class NonFiniteWeightsError(CheckpointError):
@@ -51,7 +41,8 @@ def check_finite(state: dict, name: str) -> None:
 def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None,
                          finite: bool = False, layouts=LAYOUTS) -> LoadReport:
     """``source`` (a path or a state dict, training containers such as mmengine's ``{'meta', 'state_dict'}``
-    unwrapped) into ``model``, converted from the layout of ``layouts`` it is in (:func:`convert_task_state`); see
+    unwrapped) into ``model``, converted from the layout of ``layouts`` it is in
+    (:func:`heads.layouts.detect.convert_checkpoint`); see
     :func:`zoo.weights.load_pretrained` for ``strict`` and the errors. ``finite``: refuse NaN or infinite weights
     (:class:`NonFiniteWeightsError`) before anything is loaded, as evaluation and prediction do."""
     if name is None and not isinstance(source, dict):
@@ -59,7 +50,7 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
     state = read_state_dict(source)
     if finite:
         check_finite(state, name or 'state dict')
-    state, layout = convert_task_state(Checkpoint(state, model, name or 'state dict'), layouts)
+    state, layout = convert_checkpoint(Checkpoint(state, model, name or 'state dict'), layouts)
     return load_pretrained(model, state, format='zoo', strict=strict, name=name, layout=layout.name)
 
 
