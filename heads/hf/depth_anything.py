@@ -4,13 +4,13 @@
 ``config.json`` is untrusted input: every field used is checked (:class:`heads.hf.config.HFConfigError` names the
 field), the backbone must be transformers' DINOv2 (``model_type`` 'dinov2'), and the model config built holds only
 numbers, booleans, None and identifiers. The position table is resampled as transformers does (bicubic to the grid,
-no antialias).
+no antialias). The weights' layout is :mod:`heads.layouts.hf`'s (the ``'transformers depth_anything'`` row of
+:data:`heads.layouts.table.LAYOUTS`).
 """
 from __future__ import annotations
 
 import re
 
-from ..layouts.hf import convert_hf_depth_anything_state
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_grid, check_model_size
@@ -88,8 +88,3 @@ def depth_anything_config_from_hf(config: dict, source='config.json') -> dict:
                                      'backbone_config.mlp_ratio': mlp_hidden / hidden, 'neck_hidden_sizes': widths,
                                      'fusion_hidden_size': fusion, 'head_hidden_size': head['hidden_channels']})
     return model
-
-
-def depth_anything_state_from_hf(state: dict, model) -> dict:
-    """A transformers Depth Anything state dict -> ``model``'s keys."""
-    return convert_hf_depth_anything_state(state, len(model.backbone.blocks), model.backbone.tap_norm)

@@ -2,10 +2,11 @@
 
 :func:`heads.hf.folder.from_pretrained_hf` reads ``config.json`` and ``model.safetensors`` (or
 ``pytorch_model.bin``) as written by ``DPTForSemanticSegmentation`` / ``DPTForDepthEstimation.save_pretrained``,
-builds our model from that config (:func:`model_config_from_hf`) and loads the converted weights
-(:func:`dpt_state_from_hf`). The conversion is exact: HF's separate query/key/value Linears become one fused qkv
-Linear, and the position table is resampled bilinearly as HF does. ``config.json`` is untrusted input: its fields
-are type-checked before use (:mod:`heads.hf.config`, :class:`HFConfigError`).
+builds our model from that config (:func:`model_config_from_hf`) and loads the weights converted by
+:mod:`heads.layouts.hf` (the ``'transformers dpt'`` row of :data:`heads.layouts.table.LAYOUTS`). The conversion is
+exact: HF's separate query/key/value Linears become one fused qkv Linear, and the position table is resampled
+bilinearly as HF does. ``config.json`` is untrusted input: its fields are type-checked before use
+(:mod:`heads.hf.config`, :class:`HFConfigError`).
 
 DPT-Hybrid (``is_hybrid``): the BiT ResNet becomes :mod:`zoo.backbones.vit_hybrid`'s, tapped at stages 0 and 1 and at
 the blocks ``backbone_out_indices[2:]`` (transformers ignores the first two indices); the neck takes the two stage
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 from zoo.weights import CheckpointError  # noqa: F401  (API)
 
-from ..layouts.hf import convert_hf_dpt_state
 from .config import HFConfigError, check_literal, hf_dpt_fields, read_config_json  # noqa: F401  (re-exported)
 from .model_size import check_blocks, check_grid, check_model_size
 
@@ -66,8 +66,3 @@ def model_config_from_hf(config: dict, source='config.json') -> dict:
 #: The fields that set a DPT's size, named when it is too big.
 SIZE_FIELDS = ('image_size', 'patch_size', 'hidden_size', 'num_hidden_layers', 'intermediate_size',
                'neck_hidden_sizes', 'fusion_hidden_size', 'num_classes')
-
-
-def dpt_state_from_hf(state: dict, model) -> dict:
-    """A transformers DPT state dict -> ``model``'s keys (:func:`heads.layouts.hf.convert_hf_dpt_state`)."""
-    return convert_hf_dpt_state(state, num_blocks=len(model.backbone.blocks))

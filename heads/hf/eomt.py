@@ -3,15 +3,13 @@ identical class and mask logits.
 
 transformers' EoMT is a DINOv2-like ViT (CLS and register tokens, a learned table on the patch tokens only, LayerScale,
 GELU or SwiGLU MLPs, q/k/v as three Linears), so it becomes our DINOv2 backbone (``vit_small_patch14_dinov2`` with
-the config's sizes); its q/k/v Linears are fused into one, the SwiGLU ``gate_proj``/``up_proj`` packed into one fc1
-([gate | value], :class:`zoo.core.Mlp` ``gated``), and the head's parts renamed. ``attn_mask_probs`` (the blocks'
-probabilities of masked attention) is loaded as saved; the loss's ``criterion.empty_weight`` is dropped (the loss
-is built from the config's weights, points and sampling ratios: the same loss, :mod:`heads.losses.mask_classification`).
+the config's sizes); the weights' layout (q/k/v fused, SwiGLU packed, the head renamed; ``attn_mask_probs`` loaded as
+saved) is :mod:`heads.layouts.hf_eomt`'s. The loss's ``criterion.empty_weight`` is not loaded: the loss is built from
+the config's weights, points and sampling ratios (the same loss, :mod:`heads.losses.mask_classification`).
 
 ``EomtDinov3ForUniversalSegmentation`` (``model_type`` 'eomt_dinov3'): the same head on transformers' DINOv3 ViT
 (DINOv3's rotary positions, no position table; q and v biases, none on k), which becomes our DINOv3 backbone
-(``vit_small_patch16_dinov3`` with the config's sizes; its blocks converted by
-:func:`zoo.weights.dinov3.dinov3_from_hf`).
+(``vit_small_patch16_dinov3`` with the config's sizes).
 
 transformers' EoMT runs only at its configured square ``image_size`` (its position table is not resampled); ours
 resamples the table (bicubic, no antialias, as transformers' DINOv2) to any grid the patches tile.
@@ -21,62 +19,9 @@ field) and the model config built holds only numbers, booleans, None and identif
 """
 from __future__ import annotations
 
-import re
-
-from zoo.weights.dinov3 import dinov3_from_hf
-from zoo.weights.layout_error import fused_qkv, gather_qkv, pack_swiglu
-from zoo.weights.rename import rename_keys, rules
-
 from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal, mask_loss_fields
 from .model_size import check_blocks, check_grid, check_model_size
-
-_RULES = rules(r"""
-    ^embeddings\.cls_token$                                  -> backbone.prefix.cls
-    ^embeddings\.register_tokens$                            -> backbone.prefix.registers
-    ^embeddings\.position_embeddings\.weight$                -> backbone.pos_embed.weight
-    ^embeddings\.patch_embeddings\.projection\.              -> backbone.patch_embed.proj.
-    ^layers\.(\d+)\.norm(\d)\.                               -> backbone.blocks.\1.norm\2.
-    ^layers\.(\d+)\.attention\.out_proj\.                    -> backbone.blocks.\1.attn.proj.
-    ^layers\.(\d+)\.layer_scale(\d)\.lambda1$                -> backbone.blocks.\1.ls\2.gamma
-    ^layers\.(\d+)\.mlp\.(fc\d)\.                            -> backbone.blocks.\1.mlp.\2.
-    ^layers\.(\d+)\.mlp\.down_proj\.                         -> backbone.blocks.\1.mlp.fc2.
-    ^layernorm\.                                             -> norm.
-    ^upscale_block\.block\.(\d+)\.layernorm2d\.              -> upscale.\1.norm.
-    ^upscale_block\.block\.(\d+)\.                           -> upscale.\1.
-    ^mask_head\.                                             -> mask_mlp.
-    ^class_predictor\.                                       -> class_head.
-""")
-_QKV = re.compile(r'^layers\.(?P<layer>\d+)\.attention\.(?P<part>[qkv]_proj)\.(?P<kind>weight|bias)$')
-_UNUSED = re.compile(r'^criterion\.')
-
-
-def convert_hf_eomt_state(state: dict) -> dict:
-    """transformers' EoMT keys to ours (module docstring)."""
-    rest, qkv = gather_qkv({k: v for k, v in state.items() if not _UNUSED.match(k)}, _QKV)
-    rest = pack_swiglu(rest, 'gate_proj', 'up_proj', "transformers' EoMT saves both; save the model again with "
-                       "save_pretrained")  # layers.N.mlp.fc1 = [gate | value]
-    out = rename_keys(rest, _RULES)
-    registers = out.get('backbone.prefix.registers')
-    if registers is not None and registers.shape[1] == 0:  # transformers keeps an empty parameter for none
-        del out['backbone.prefix.registers']
-    table = out.get('backbone.pos_embed.weight')
-    if table is not None and table.ndim == 2:  # an nn.Embedding '(h w) d' -> '1 (h w) d'
-        out['backbone.pos_embed.weight'] = table[None]
-    for (block, kind), parts in qkv.items():
-        out[f'backbone.blocks.{block}.attn.qkv.{kind}'] = fused_qkv(
-            parts, f'layers.{block}.attention', kind, 'EoMT model', ('q_proj', 'k_proj', 'v_proj'))
-    return out
-
-
-def convert_hf_eomt_dinov3_state(state: dict) -> dict:
-    """transformers' EoMT-DINOv3 keys to ours: the DINOv3 ViT (``embeddings.*``, ``layers.N.*``) by
-    :func:`zoo.weights.dinov3.dinov3_from_hf`, the head as :func:`convert_hf_eomt_state`."""
-    backbone = {('layer.' + k[len('layers.'):] if k.startswith('layers.') else k): v for k, v in state.items()
-                if k.startswith(('embeddings.', 'layers.', 'rope_embeddings.'))}
-    head = convert_hf_eomt_state({k: v for k, v in state.items()
-                                  if not k.startswith(('embeddings.', 'layers.', 'rope_embeddings.'))})
-    return {**{f'backbone.{k}': v for k, v in dinov3_from_hf(backbone).items()}, **head}
 
 
 def _head_config(f: _Fields, labels: dict, layers: int) -> dict:
@@ -155,11 +100,3 @@ def _dinov3_options(f: _Fields) -> dict:
     rescale = None if rescale is None else f.number('pos_embed_rescale', 2.0, 1.0, 1e3)
     return dict(qkv_bias=q, key_bias=False, proj_bias=proj, pos_embed='none',
                 rope=dict(kind='dinov3', base=theta, normalize='separate', rescale=rescale))
-
-
-def eomt_state_from_hf(state: dict, model) -> dict:
-    return convert_hf_eomt_state(state)
-
-
-def eomt_dinov3_state_from_hf(state: dict, model) -> dict:
-    return convert_hf_eomt_dinov3_state(state)

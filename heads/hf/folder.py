@@ -1,10 +1,10 @@
 """transformers ``save_pretrained`` folders as this project's task models: one loader, the model chosen by
 ``config.json``'s ``model_type`` (:data:`KINDS`).
 
-Each kind is a pair of functions from its module: the model config from the (type-checked) ``config.json``, and the
-converted weights from the folder's state dict given the built model. The loader builds the model, converts, loads
-strictly in this project's layout (a key missing or left over is an error naming the folder) and returns it in eval
-mode with ``hf_model_config`` (the model config it was built from)."""
+Each kind's module gives the model config from the (type-checked) ``config.json``; the folder's weights are in the
+layout of a row of :data:`heads.layouts.table.LAYOUTS` (detected by the same ``model_type``), which converts them.
+The loader builds the model, converts, loads strictly in this project's layout (a key missing or left over is an
+error naming the folder) and returns it in eval mode with ``hf_model_config`` (the model config it was built from)."""
 from __future__ import annotations
 
 from importlib import import_module
@@ -12,20 +12,21 @@ from pathlib import Path
 
 from zoo.weights import load_pretrained, read_state_dict
 from zoo.weights.io import check_local
-from zoo.weights.layout_error import CheckpointLayoutError
 
+from ..layouts.detect import Checkpoint, convert_checkpoint
+from ..layouts.table import FOLDERS
 from ..registry import MODELS
 from .config import HFConfigError, read_config_json
 
-#: model_type -> (module under heads.hf, its config function, its state function (state, model) -> state);
-#: any other model_type is read as a DPT config (which refuses what it is not).
+#: model_type -> (module under heads.hf, its config function); any other model_type is read as a DPT config (which
+#: refuses what it is not). The weights' layout: the row of heads.layouts.table.FOLDERS of the same model_type.
 KINDS = {
-    'dpt': ('dpt', 'model_config_from_hf', 'dpt_state_from_hf'),
-    'depth_anything': ('depth_anything', 'depth_anything_config_from_hf', 'depth_anything_state_from_hf'),
-    'upernet': ('upernet', 'upernet_config_from_hf', 'upernet_state_from_hf'),
-    'mask2former': ('mask2former', 'mask2former_config_from_hf', 'convert_mask2former_state'),
-    'eomt': ('eomt', 'eomt_config_from_hf', 'eomt_state_from_hf'),
-    'eomt_dinov3': ('eomt', 'eomt_config_from_hf', 'eomt_dinov3_state_from_hf'),
+    'dpt': ('dpt', 'model_config_from_hf'),
+    'depth_anything': ('depth_anything', 'depth_anything_config_from_hf'),
+    'upernet': ('upernet', 'upernet_config_from_hf'),
+    'mask2former': ('mask2former', 'mask2former_config_from_hf'),
+    'eomt': ('eomt', 'eomt_config_from_hf'),
+    'eomt_dinov3': ('eomt', 'eomt_config_from_hf'),
 }
 
 
@@ -43,14 +44,10 @@ def from_pretrained_hf(folder):
         raise HFConfigError(f"{config_file}: field 'model_type' must be a string naming the model (one of "
                             f"{', '.join(map(repr, KINDS))}), got {type(config['model_type']).__name__} "
                             f"{str(config['model_type'])[:60]}")
-    module, config_fn, state_fn = KINDS.get(config.get('model_type'), KINDS['dpt'])
-    module = import_module(f'heads.hf.{module}')
-    model_cfg = getattr(module, config_fn)(config, config_file)
+    module, config_fn = KINDS.get(config.get('model_type'), KINDS['dpt'])
+    model_cfg = getattr(import_module(f'heads.hf.{module}'), config_fn)(config, config_file)
     model = MODELS.build(model_cfg)
-    try:
-        state = getattr(module, state_fn)(read_state_dict(folder), model)
-    except CheckpointLayoutError as err:
-        raise err.in_file(folder) from None
-    load_pretrained(model, state, format='zoo', name=str(folder), layout=f"transformers {config.get('model_type')}")
+    state, layout = convert_checkpoint(Checkpoint(read_state_dict(folder), model, str(folder), config), FOLDERS)
+    load_pretrained(model, state, format='zoo', name=str(folder), layout=layout.name)
     model.hf_model_config = model_cfg
     return model.eval()

@@ -3,74 +3,14 @@
 with transformers' window layout, ``window_layout='mmseg'``: :func:`heads.hf.upernet.swin_fields`).
 
 :func:`mask2former_config_from_hf` checks every ``config.json`` field it reads (:class:`heads.hf.config.HFConfigError`
-names the field) and builds our model config; :func:`convert_mask2former_head_state` renames the pixel decoder's,
-the transformer decoder's and the class head's keys (the cross-attention's packed ``in_proj`` split into q, k, v);
-the Swin backbone's keys go through :func:`zoo.weights.swin.swin_from_hf`; :func:`heads.from_pretrained_hf` builds
-and loads ``model_type`` 'mask2former' with them.
+names the field) and builds our model config; the weights' layout is :mod:`heads.layouts.hf_mask2former`'s;
+:func:`heads.from_pretrained_hf` builds and loads ``model_type`` 'mask2former' with them.
 """
 from __future__ import annotations
-
-import re
-
-import torch
-
-from zoo.weights.layout_error import CheckpointLayoutError
-from zoo.weights.rename import rename_keys, rules
-from zoo.weights.swin import swin_from_hf
 
 from .config import HFConfigError, _Fields, check_literal, mask_loss_fields
 from .model_size import check_blocks, check_model_size
 from .upernet import swin_fields
-
-BACKBONE = 'model.pixel_level_module.encoder.'
-
-HEAD_RULES = rules(r"""
-    ^model\.pixel_level_module\.decoder\.                        -> pixel_decoder.
-    ^pixel_decoder\.input_projections\.                          -> pixel_decoder.input_proj.
-    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn\.           -> pixel_decoder.layers.\1.attn.
-    ^pixel_decoder\.encoder\.layers\.(\d+)\.self_attn_layer_norm\. -> pixel_decoder.layers.\1.norm1.
-    ^pixel_decoder\.encoder\.layers\.(\d+)\.(fc\d)\.               -> pixel_decoder.layers.\1.mlp.\2.
-    ^pixel_decoder\.encoder\.layers\.(\d+)\.final_layer_norm\.     -> pixel_decoder.layers.\1.norm2.
-    ^pixel_decoder\.mask_projection\.                             -> pixel_decoder.mask_proj.
-    ^model\.transformer_module\.                                  -> decoder.
-    ^decoder\.queries_embedder\.weight$                           -> decoder.query_pos
-    ^decoder\.queries_features\.weight$                           -> decoder.query_feat
-    ^decoder\.level_embed\.weight$                                -> decoder.level_embed
-    ^decoder\.input_projections\.                                 -> decoder.input_proj.
-    ^decoder\.decoder\.layers\.(\d+)\.self_attn\.([qkv])_proj\.    -> decoder.layers.\1.self_attn.qkv.\2.
-    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn\.out_proj\. -> decoder.layers.\1.\2_attn.proj.
-    ^decoder\.decoder\.layers\.(\d+)\.(self|cross)_attn_layer_norm\. -> decoder.layers.\1.\2_norm.
-    ^decoder\.decoder\.layers\.(\d+)\.(fc\d)\.                     -> decoder.layers.\1.mlp.\2.
-    ^decoder\.decoder\.layers\.(\d+)\.final_layer_norm\.           -> decoder.layers.\1.mlp_norm.
-    ^decoder\.decoder\.layers\.                                    -> decoder.layers.
-    ^decoder\.decoder\.layernorm\.                                 -> decoder.norm.
-    ^class_predictor\.                                             -> decoder.class_head.
-""")
-_ADAPTER = re.compile(r'^pixel_decoder\.(adapter|layer)_(\d+)\.')
-_MASK_MLP = re.compile(r'^decoder\.decoder\.mask_predictor\.mask_embedder\.(\d+)\.0\.')
-_IN_PROJ = re.compile(r'^(decoder\.layers\.\d+\.cross_attn)\.in_proj_(weight|bias)$')
-
-
-def convert_mask2former_head_state(state: dict) -> dict:
-    """transformers' Mask2Former keys (all but the backbone's, ``model.pixel_level_module.encoder.*``) -> ours
-    (``pixel_decoder.*``, ``decoder.*``); the loss's ``criterion.*`` buffers are dropped."""
-    head = {k: v for k, v in state.items() if not k.startswith((BACKBONE, 'criterion.'))}
-    out = {}
-    renamed = rename_keys(head, HEAD_RULES)  # one key per key, in order: zip names each key's key in the file
-    for theirs, (key, value) in zip(head, renamed.items()):
-        key = _ADAPTER.sub(lambda m: f"pixel_decoder.{'lateral' if m[1] == 'adapter' else 'output'}."
-                                     f"{int(m[2]) - 1}.", key)
-        key = _MASK_MLP.sub(lambda m: f"decoder.mask_embed.{2 * int(m[1])}.", key)
-        packed = _IN_PROJ.match(key)
-        if packed:  # nn.MultiheadAttention's [q | k | v] rows
-            if value.shape[0] % 3:
-                raise CheckpointLayoutError(theirs, f"a packed in_proj has 3 * width rows, got {tuple(value.shape)}",
-                                            "Use the checkpoint transformers' save_pretrained wrote")
-            for name, part in zip('qkv', value.chunk(3)):
-                out[f"{packed[1]}.qkv.{name}.{packed[2]}"] = part
-            continue
-        out[key] = value
-    return out
 
 
 def _swin_fields(config: dict, source) -> dict:
@@ -128,13 +68,3 @@ def mask2former_config_from_hf(config: dict, source='config.json') -> dict:
     check_model_size(model, source, {k: config.get(k) for k in ('feature_size', 'hidden_dim', 'num_queries',
                                                                 'decoder_layers', 'encoder_layers')})
     return model
-
-
-def convert_mask2former_state(state: dict, model: torch.nn.Module) -> dict:
-    """A transformers Mask2Former state dict -> ours: the Swin backbone's keys through
-    :func:`zoo.weights.swin.swin_from_hf` (its classifier norm, unused by a backbone, dropped), the rest through
-    :func:`convert_mask2former_head_state`."""
-    swin = swin_from_hf({k[len(BACKBONE):]: v for k, v in state.items() if k.startswith(BACKBONE)})
-    unused = tuple(getattr(model.backbone, 'classifier_only', ()))
-    return {**{f'backbone.{k}': v for k, v in swin.items() if not k.startswith(unused)},
-            **convert_mask2former_head_state(state)}

@@ -4,9 +4,7 @@
 a transformers ``SwinConfig``) into our model config: ``ZooBackbone`` Swin tapping the ``out_features`` stages with
 their per-stage norms, the :class:`heads.necks.PyramidLevels` neck (the stage maps as they are), :class:`UPerHead`
 (``hidden_size`` channels, ``pool_scales``; no dropout: transformers' head has none) and :class:`FCNHead` on level 2
-(``auxiliary_*`` fields). :func:`upernet_state_from_hf` converts the weights: the backbone
-through :func:`zoo.weights.swin.swin_from_hf` (less ``SwinModel``'s final ``layernorm``, which transformers' backbone
-never applies), the heads through :mod:`heads.layouts.upernet`.
+(``auxiliary_*`` fields). The weights' layout is :mod:`heads.layouts.upernet`'s.
 :func:`heads.hf.folder.from_pretrained_hf` dispatches here by ``model_type``.
 
 Every field used is checked (:class:`heads.hf.config.HFConfigError` names the file and field). The Swin is built
@@ -15,9 +13,6 @@ cyclic shift and keeps the built window on any map, as mmseg does, so the two ag
 """
 from __future__ import annotations
 
-from zoo.weights.swin import swin_from_hf
-
-from ..layouts.upernet import upernet_heads_from_hf
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_model_size
 
@@ -87,15 +82,3 @@ def upernet_config_from_hf(config: dict, source='config.json') -> dict:
                                      'backbone_config.depths': backbone['depths'], 'hidden_size': channels,
                                      'num_labels': classes})
     return model
-
-
-def convert_hf_upernet_state(state: dict) -> dict:
-    """transformers' UperNet keys -> ours: ``backbone.*`` (its Swin) through :func:`swin_from_hf`, the heads
-    through :func:`heads.layouts.upernet.upernet_heads_from_hf`."""
-    swin = swin_from_hf({k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')})
-    swin = {k: v for k, v in swin.items() if not k.startswith('norm.')}  # SwinModel's final norm: a backbone skips it
-    return {**{f'backbone.{k}': v for k, v in swin.items()}, **upernet_heads_from_hf(state)}
-
-
-def upernet_state_from_hf(state: dict, model) -> dict:
-    return convert_hf_upernet_state(state)

@@ -58,3 +58,13 @@ def convert_hf_depth_anything_state(state: dict, num_blocks: int, tap_norm: bool
     ours = {f'backbone.{k}': v for k, v in dinov2_from_hf(backbone).items()}
     ours.update(rename_keys({k: v for k, v in state.items() if not k.startswith('backbone.')}, HF_NECK_RULES))
     return keep_backbone_blocks(ours, num_blocks, tap_norm)
+
+
+def dpt_from_hf(state: dict, model) -> dict:
+    """:func:`convert_hf_dpt_state` for ``model`` (its blocks after the last tap dropped)."""
+    return convert_hf_dpt_state(state, num_blocks=len(model.backbone.blocks))
+
+
+def depth_anything_from_hf(state: dict, model) -> dict:
+    """:func:`convert_hf_depth_anything_state` for ``model`` (its blocks and whether its taps go through the norm)."""
+    return convert_hf_depth_anything_state(state, len(model.backbone.blocks), model.backbone.tap_norm)

@@ -117,3 +117,19 @@ def check_patch_bias(state: dict, model) -> None:
             f"this mmseg checkpoint's ViT has a patch-embedding bias ({_PATCH_BIAS}, as mmseg 0.x trained it) but "
             f"the model was built without one (patch_bias=False, mmseg 1.x's ViT); to evaluate the checkpoint as "
             f"it was trained, build with --cfg-options model.backbone.patch_bias=True")
+
+
+def is_mmseg_segmentor(state, name: str = 'state dict') -> bool:
+    """Whether ``state`` is a whole mmseg segmentor: an UperNet with its Swin (:mod:`.mmseg_upernet`, told first), or
+    a DPT (:func:`is_mmseg_dpt`, which refuses mmseg DPT names mixed with others, naming ``name``)."""
+    return is_mmseg_upernet(state) or is_mmseg_dpt(state, name)
+
+
+def segmentor_from_mmseg(state: dict, model) -> dict:
+    """A whole mmseg segmentor's keys -> ``model``'s: an UperNet (Swin) as :func:`upernet_from_mmseg`, a DPT as
+    :func:`dpt_from_mmseg` and refused (:func:`check_patch_bias`) when ``model`` lacks the patch bias it has."""
+    if is_mmseg_upernet(state):
+        return upernet_from_mmseg(state)
+    state = dpt_from_mmseg(state)
+    check_patch_bias(state, model)
+    return state

@@ -70,3 +70,30 @@ def convert_official_depth_anything_state(state: dict, num_blocks: int) -> dict:
     ours = {f'backbone.{k}': v for k, v in dinov2_from_official(encoder).items()}
     ours.update(rename_keys(head, _DEPTH_ANYTHING_RULES))
     return keep_backbone_blocks(ours, num_blocks)
+
+
+def is_official_dpt(state: dict) -> bool:
+    """Whether ``state`` is an isl-org/DPT model's: its ViT under ``pretrained.model.``, and every key under
+    ``pretrained.``, ``scratch.`` or ``auxlayer.``."""
+    keys = [k for k in state if isinstance(k, str)]
+    return len(keys) == len(state) and any(k.startswith('pretrained.model.') for k in keys) and \
+        all(k.startswith(('pretrained.', 'scratch.', 'auxlayer.')) for k in keys)
+
+
+def is_official_depth_anything(state: dict) -> bool:
+    """Whether ``state`` is a Depth Anything V2 model's: keys under ``pretrained.`` (the encoder) and ``depth_head.``,
+    and no other."""
+    keys = [k for k in state if isinstance(k, str)]
+    return len(keys) == len(state) and any(k.startswith('pretrained.') for k in keys) and \
+        any(k.startswith('depth_head.') for k in keys) and \
+        all(k.startswith(('pretrained.', 'depth_head.')) for k in keys)
+
+
+def dpt_from_official(state: dict, model) -> dict:
+    """:func:`convert_official_dpt_state` for ``model`` (its blocks after the last tap dropped)."""
+    return convert_official_dpt_state(state, len(model.backbone.blocks))
+
+
+def depth_anything_from_official(state: dict, model) -> dict:
+    """:func:`convert_official_depth_anything_state` for ``model`` (its blocks after the last tap dropped)."""
+    return convert_official_depth_anything_state(state, len(model.backbone.blocks))

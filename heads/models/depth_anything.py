@@ -3,7 +3,8 @@ final norm, :class:`heads.necks.DepthAnythingNeck` and :class:`heads.decode_head
 
 ``depth_anything_v2_config(encoder)`` is the model config of the official sizes ('vits', 'vitb', 'vitl', 'vitg');
 ``load_depth_anything_v2(checkpoint, encoder)`` builds it with the weights of an official checkpoint
-(DepthAnything/Depth-Anything-V2, the metric-depth ones too; their layout: :mod:`heads.layouts.official`).
+(DepthAnything/Depth-Anything-V2, the metric-depth ones too; their layout: the ``'Depth Anything V2'`` row of
+:data:`heads.layouts.table.LAYOUTS`, :mod:`heads.layouts.official`).
 transformers' ``DepthAnythingForDepthEstimation`` folders load through ``heads.from_pretrained_hf``
 (:mod:`heads.hf.depth_anything`).
 
@@ -12,10 +13,9 @@ bicubically to the grid (``'bicubic'``, no antialias); at the 518x518 build size
 """
 from __future__ import annotations
 
-from zoo.weights import load_pretrained, read_state_dict
-
-from ..layouts.official import convert_official_depth_anything_state
+from ..layouts.table import named
 from ..registry import MODELS
+from .task_checkpoint import load_task_checkpoint
 
 #: encoder -> (backbone name, tapped blocks, neck widths ``out_channels``, fusion width ``features``)
 DEPTH_ANYTHING_V2 = {
@@ -49,8 +49,7 @@ def depth_anything_v2_config(encoder: str = 'vits', mode: str = 'relative', max_
 def load_official_depth_anything(model, checkpoint):
     """Load an official Depth Anything V2 checkpoint (a path or state dict) into a Depth Anything
     :class:`DepthEstimator` built here; returns zoo's load report (a misfit is an error naming the keys)."""
-    state = convert_official_depth_anything_state(read_state_dict(checkpoint), len(model.backbone.blocks))
-    return load_pretrained(model, state, format='zoo', name=None if isinstance(checkpoint, dict) else str(checkpoint))
+    return load_task_checkpoint(model, checkpoint, layouts=named('Depth Anything V2'))
 
 
 def load_depth_anything_v2(checkpoint, encoder: str = 'vits', mode: str = 'relative', max_depth: float = 20.0):

@@ -1,16 +1,15 @@
 """The official DPT checkpoints (isl-org/DPT; Ranftl et al. 2021) as this project's Segmentor / DepthEstimator.
 
-Their layout (``dpt_hybrid-midas-*.pt``, ``dpt_hybrid-ade20k-*.pt``, the ViT ones ``dpt_large-*``) is read by
-:func:`heads.layouts.official.convert_official_dpt_state`.
+Their layout (``dpt_hybrid-midas-*.pt``, ``dpt_hybrid-ade20k-*.pt``, the ViT ones ``dpt_large-*``) is the
+``'isl-org DPT'`` row of :data:`heads.layouts.table.LAYOUTS` (:mod:`heads.layouts.official`).
 
 ``dpt_hybrid_config(task)`` is the model config of the released DPT-Hybrid models, ``load_official_dpt(model,
 checkpoint)`` loads such a checkpoint into a model built here.
 """
 from __future__ import annotations
 
-from zoo.weights import load_pretrained, read_state_dict
-
-from ..layouts.official import convert_official_dpt_state
+from ..layouts.table import named
+from .task_checkpoint import load_task_checkpoint
 
 HALF_255 = (127.5, 127.5, 127.5)  # the official transforms: NormalizeImage(mean=0.5, std=0.5) on 0-1 images
 
@@ -37,5 +36,4 @@ def dpt_hybrid_config(task: str = 'ade20k') -> dict:
 def load_official_dpt(model, checkpoint):
     """Load an official DPT checkpoint (a path or state dict) into a DPT model built here (e.g. from
     :func:`dpt_hybrid_config`); returns zoo's load report (a misfit is an error naming the keys)."""
-    state = convert_official_dpt_state(read_state_dict(checkpoint), len(model.backbone.blocks))
-    return load_pretrained(model, state, format='zoo', name=None if isinstance(checkpoint, dict) else str(checkpoint))
+    return load_task_checkpoint(model, checkpoint, layouts=named('isl-org DPT'))

@@ -1,5 +1,6 @@
-"""Loading a whole task model's checkpoint: this project's layout, or mmseg's DPT segmentor
-(:mod:`heads.layouts.mmseg`) or UperNet Swin segmentor (:mod:`heads.layouts.mmseg_upernet`), told apart by its keys."""
+"""Loading a whole task model's checkpoint in any layout of :data:`heads.layouts.table.LAYOUTS` (this project's,
+mmseg's DPT or UperNet segmentor, the authors' DPT and Depth Anything V2, ...), told by the table's detect
+predicates: one layout detecting, or a refusal naming the known ones before anything is loaded."""
 from __future__ import annotations
 
 import copy
@@ -9,14 +10,16 @@ from torch import nn
 
 from zoo.weights import CheckpointError, LoadReport, load_pretrained, read_state_dict
 
-from ..layouts.mmseg import check_patch_bias, dpt_from_mmseg, is_mmseg_dpt
-from ..layouts.mmseg_upernet import is_mmseg_upernet, upernet_from_mmseg
+from ..layouts.detect import Checkpoint, convert_checkpoint, detect_layout
+from ..layouts.table import LAYOUTS
 
 
-def task_checkpoint_layout(state, name: str = 'state dict') -> str:
-    """'mmseg' for an mmseg DPT or UperNet (Swin) checkpoint, else 'zoo'; mmseg DPT names mixed with others raise
-    :class:`heads.layouts.mmseg.MixedLayoutError` naming ``name``."""
-    return 'mmseg' if is_mmseg_upernet(state) or is_mmseg_dpt(state, name) else 'zoo'
+def task_checkpoint_layout(state, model: nn.Module, name: str = 'state dict') -> str:
+    """The name of the layout (a row of :data:`heads.layouts.table.LAYOUTS`) ``state`` is in, to load into
+    ``model``: 'zoo' for this project's, 'mmseg' for an mmseg DPT or UperNet (Swin) segmentor, ...; a state in none,
+    in several or for another task model is refused (:mod:`heads.layouts.detect`'s errors, naming ``name``), as are
+    mmseg DPT names mixed with others (:class:`heads.layouts.mmseg.MixedLayoutError`)."""
+    return detect_layout(Checkpoint(state, model, name), LAYOUTS).name
 
 
 class NonFiniteWeightsError(CheckpointError):
@@ -36,9 +39,10 @@ def check_finite(state: dict, name: str) -> None:
 
 
 def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name: str | None = None,
-                         finite: bool = False) -> LoadReport:
+                         finite: bool = False, layouts=LAYOUTS) -> LoadReport:
     """``source`` (a path or a state dict, training containers such as mmengine's ``{'meta', 'state_dict'}``
-    unwrapped) into ``model``, converted from mmseg's layout when it is in it; see
+    unwrapped) into ``model``, converted from the layout of ``layouts`` it is in
+    (:func:`heads.layouts.detect.convert_checkpoint`); see
     :func:`zoo.weights.load_pretrained` for ``strict`` and the errors. ``finite``: refuse NaN or infinite weights
     (:class:`NonFiniteWeightsError`) before anything is loaded, as evaluation and prediction do."""
     if name is None and not isinstance(source, dict):
@@ -46,13 +50,8 @@ def load_task_checkpoint(model: nn.Module, source, *, strict: bool = True, name:
     state = read_state_dict(source)
     if finite:
         check_finite(state, name or 'state dict')
-    layout = task_checkpoint_layout(state, name or 'state dict')
-    if layout == 'mmseg' and is_mmseg_upernet(state):
-        state = upernet_from_mmseg(state)
-    elif layout == 'mmseg':
-        state = dpt_from_mmseg(state)
-        check_patch_bias(state, model)
-    return load_pretrained(model, state, format='zoo', strict=strict, name=name, layout=layout)
+    state, layout = convert_checkpoint(Checkpoint(state, model, name or 'state dict'), layouts)
+    return load_pretrained(model, state, format='zoo', strict=strict, name=name, layout=layout.name)
 
 
 def without_backbone_weights(model_cfg: dict) -> dict:

@@ -7,7 +7,7 @@ import torch
 from heads.decode_heads import Mask2FormerPixelDecoder, Mask2FormerTransformerDecoder
 from heads.decode_heads.mask2former_decoder import allowed_positions
 from heads.decode_heads.mask2former_deform import MultiScaleDeformableAttention, reference_points
-from heads.hf.mask2former import convert_mask2former_head_state
+from heads.layouts.hf_mask2former import convert_mask2former_head_state
 
 from ..reference import perturb_
 

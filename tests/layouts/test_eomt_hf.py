@@ -20,7 +20,8 @@ from torch import nn
 
 import heads
 from heads.hf.config import HFConfigError
-from heads.hf.eomt import convert_hf_eomt_state, eomt_config_from_hf
+from heads.hf.eomt import eomt_config_from_hf
+from heads.layouts.hf_eomt import convert_hf_eomt_state
 from heads.registry import MODELS
 from zoo.weights import load_pretrained
 

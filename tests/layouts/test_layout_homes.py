@@ -59,3 +59,19 @@ def test_rename_tables_read_one_rule_a_line():
     for bad in ('^a\\. blocks.', '^a\\. -> b c', '-> b'):
         with pytest.raises(ValueError, match="'PATTERN -> REPLACEMENT'"):
             rules(bad)
+
+
+def test_task_model_key_renaming_lives_in_heads_layouts():
+    """Issue 53.3: transformers' Mask2Former, EoMT and UperNet rename rules sat in heads/hf beside the config
+    readers; every rename of a task model's keys is now a converter of a row of heads.layouts.table."""
+    renaming = ('zoo.weights.rename', 'zoo.weights.layout_error', 'zoo.weights.swin', 'zoo.weights.dinov3')
+    outside = {}
+    for path in sorted((ROOT / 'heads').rglob('*.py')):
+        if path.is_relative_to(ROOT / 'heads' / 'layouts'):
+            continue
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        found = sorted(m for m in imported if m.startswith(renaming))
+        if found:
+            outside[str(path.relative_to(ROOT))] = found
+    assert not outside, f"task-model keys renamed outside heads.layouts: {outside}"

@@ -41,7 +41,7 @@ def test_a_swin_dpt_checkpoint_is_this_projects_layout_and_loads_exactly(tmp_pat
     assert any(k.startswith('backbone.layers.') for k in state)  # what was taken for mmseg's ViT
     path = tmp_path / 'iter_1.pth'
     torch.save({'meta': {'iter': 1}, 'state_dict': state}, path)  # as the runner writes it
-    assert task_checkpoint_layout(state) == 'zoo'
+    assert task_checkpoint_layout(state, model) == 'zoo'
     fresh, _ = tiny_swin_dpt()
     with torch.no_grad():
         for p in fresh.parameters():
@@ -79,7 +79,7 @@ def test_mmseg_names_mixed_with_ours_are_refused_naming_the_file_and_keys(tmp_pa
                                                r"neck\.fusion\.0\.proj\.weight"):
         load_task_checkpoint(model, path, strict=False)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # nothing loaded
-    assert task_checkpoint_layout(mmseg_state()) == 'mmseg'  # mmseg's own, whole: still read
+    assert task_checkpoint_layout(mmseg_state(), model) == 'mmseg'  # mmseg's own, whole: still read
 
 
 # -------------------------------------------------------------------------------------------------------- fuzz
@@ -121,7 +121,7 @@ def test_fuzz_layout_detection_and_conversion_raise_only_checkpoint_errors(fuzz_
     state = {k: _tensor(s) for k, s in zip(chosen, shapes)}
     COUNTS['inputs'] += 1
     try:
-        layout = task_checkpoint_layout(state, 'fuzz.pth')
+        layout = task_checkpoint_layout(state, model, 'fuzz.pth')
         COUNTS[layout] += 1
         if layout == 'mmseg':
             assert set(dpt_from_mmseg(state)) and from_mmseg(state, None) == dpt_from_mmseg(state)
@@ -134,4 +134,4 @@ def test_fuzz_layout_detection_and_conversion_raise_only_checkpoint_errors(fuzz_
         COUNTS['mixed'] += isinstance(err, MixedLayoutError)
     if any(_SIGNATURE.search(k) for k in state) and set(state) & set(model.state_dict()):
         with pytest.raises(MixedLayoutError):  # mmseg's names beside ours: never half converted
-            task_checkpoint_layout(state, 'fuzz.pth')
+            task_checkpoint_layout(state, model, 'fuzz.pth')

@@ -187,7 +187,7 @@ def test_an_mmseg_upernet_swin_checkpoint_loads_with_equal_outputs(tmp_path):
     assert 'backbone.stages.0.downsample.reduction.weight' in state and 'backbone.norm3.weight' in state
     path = tmp_path / 'upernet_swin_mmseg.pth'
     torch.save({'meta': {'iter': 160000}, 'state_dict': state}, path)
-    assert task_checkpoint_layout(state) == 'mmseg' and is_mmseg_upernet(state)
+    assert task_checkpoint_layout(state, model) == 'mmseg' and is_mmseg_upernet(state)
     fresh = tiny_model(seed=1)
     report = load_task_checkpoint(fresh, path)
     assert report.format == 'mmseg' and not (report.missing or report.unexpected or report.mismatched)
@@ -198,8 +198,9 @@ def test_an_mmseg_upernet_swin_checkpoint_loads_with_equal_outputs(tmp_path):
 
 
 def test_this_projects_upernet_layout_is_not_taken_for_mmsegs():
-    state = tiny_model().state_dict()
-    assert task_checkpoint_layout(state) == 'zoo' and not is_mmseg_upernet(state)
+    model = tiny_model()
+    state = model.state_dict()
+    assert task_checkpoint_layout(state, model) == 'zoo' and not is_mmseg_upernet(state)
 
 
 def test_no_decay_parameters_are_mmsegs_under_our_names():

@@ -268,7 +268,7 @@ def test_config_round_trips_its_own_checkpoint(config, tmp_path):
     kind = cfg.model.type
 
     # load_task_checkpoint: this project's layout (never taken for another), every tensor as trained
-    assert task_checkpoint_layout(trained) == 'zoo'
+    assert task_checkpoint_layout(trained, runner.model) == 'zoo'
     model = heads.MODELS.build(without_backbone_weights(cfg.model))
     report = load_task_checkpoint(model, checkpoint)
     assert report.format == 'zoo' and not (report.missing or report.unexpected or report.mismatched)
