@@ -82,6 +82,14 @@ class MaskClassificationModel(TaskModel):
         self.inference_mode = InferenceMode.from_cfg(test_cfg, MASK, num_classes=num_classes,
                                                      where=type(self).__name__)
 
+    def check_windows(self) -> None:
+        """The slide windows (``crop_size``) checked against :attr:`input_multiple`, once the subclass has built
+        what fixes it: a subclass calls this at the end of its ``__init__`` (a window that is not a multiple would
+        fail at prediction)."""
+        if self.inference_mode.mode == 'slide':
+            self.inference_mode = InferenceMode.from_cfg(self.inference_mode.as_cfg(), MASK, self.input_multiple,
+                                                         self.num_classes, where=type(self).__name__)
+
     @property
     def test_cfg(self) -> dict:
         """The inference mode as a plain ``test_cfg`` (defaults filled in)."""

@@ -87,3 +87,17 @@ def test_predictor_and_infer_tile_options_go_through_the_same_check(tmp_path):
                                                  r"overlap\) is refused: DepthEstimator: test_cfg overlap must be"):
         infer.main([str(config), str(tmp_path / 'none.pth'), str(config), '--out', str(tmp_path / 'out'),
                     '--tile', '64', '64', '--overlap', '64'])
+
+
+def test_a_mask_models_slide_windows_are_multiples_of_its_input_multiple():
+    """Before: EoMT built with 40 x 40 windows on 16-pixel patches and failed at the first prediction."""
+    from mmengine.config import Config
+    cfg = Config.fromfile('configs/eomt_vitt4_camvid_cpu.py').model
+    cfg.backbone.update(depth=2)
+    cfg.update(num_queries=4, num_blocks=1, test_cfg=dict(mode='slide', crop_size=(40, 40), stride=(32, 32)))
+    with pytest.raises(InferenceModeError, match=r"EoMT: test_cfg crop_size must be \(height, width\), multiples of "
+                                                 r"this model's input multiple 16, got \(40, 40\): use e.g. "
+                                                 r"crop_size=\(48, 48\)"):
+        heads.MODELS.build(cfg)
+    cfg.test_cfg.update(crop_size=(48, 48))
+    assert heads.MODELS.build(cfg).inference_mode.crop_size == (48, 48)
