@@ -101,3 +101,15 @@ def test_a_mask_models_slide_windows_are_multiples_of_its_input_multiple():
         heads.MODELS.build(cfg)
     cfg.test_cfg.update(crop_size=(48, 48))
     assert heads.MODELS.build(cfg).inference_mode.crop_size == (48, 48)
+
+
+@pytest.mark.slow
+def test_tools_test_tta_on_a_mask_model_is_refused_naming_the_option(tmp_path):
+    """Before: tools/test.py --tta set test_cfg flip=True on an EoMT, which ignored it and reported untransformed
+    metrics as the flip TTA's."""
+    import test as test_tool
+    with pytest.raises(InferenceModeError, match=r"--tta mirrors the predictions through test_cfg flip=True, which "
+                                                 r"this model does not take \(EoMT: test_cfg 'flip' is a setting of "
+                                                 r"dense task models .*\); run without --tta"):
+        test_tool.main(['configs/eomt_vitt4_camvid_cpu.py', str(tmp_path / 'none.pth'), '--tta', '--work-dir',
+                        str(tmp_path / 'work')])
