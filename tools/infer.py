@@ -238,10 +238,9 @@ def image_size(path: Path) -> tuple[int, int]:
 
 def check_tiles(images, tile, overlap: int, max_tiles: int) -> int:
     """The tiles ``--tile`` takes over all the images, printed; SystemExit naming the image and the options when
-    one needs more than ``max_tiles``."""
+    one needs more than ``max_tiles``. ``tile`` and ``overlap`` as checked when the model was built
+    (:func:`build_predictor`)."""
     from heads.models.tiling import tile_starts
-    if not 0 <= overlap < min(tile):
-        raise SystemExit(f"error: --overlap {overlap} must be in [0, the smaller tile side {min(tile)})")
     if not images:
         return 0
     total, most = 0, (0, None, None)
@@ -290,16 +289,27 @@ def parse_args(argv=None) -> argparse.Namespace:
 def panoptic_of(model):
     """(num_classes, stuff classes) when ``model`` (a mask-classification model, or an ONNX file's) predicts
     panoptic maps only (what Predictor then returns), else None."""
-    test_cfg = getattr(model, 'test_cfg', None) or {}
-    tasks = test_cfg.get('tasks', ()) if isinstance(test_cfg, dict) else ()
-    tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    if 'panoptic' not in tasks or 'semantic' in tasks:
+    mode = getattr(model, 'inference_mode', None)
+    if mode is None or mode.family != 'mask' or 'panoptic' not in mode.tasks or 'semantic' in mode.tasks:
         return None
-    return int(model.num_classes), tuple(test_cfg.get('stuff_classes') or ())
+    return int(model.num_classes), mode.stuff_classes
 
 
 def build_predictor(args):
-    """(predictor, class names, palette, relative) for a config + checkpoint or for an ONNX file."""
+    """(predictor, class names, palette, relative) for a config + checkpoint or for an ONNX file. ``--tile`` and
+    ``--overlap`` are checked where every inference mode is, when the model is built
+    (:class:`heads.models.inference_mode.InferenceMode`); a refusal names the options."""
+    from heads.models.inference_mode import InferenceModeError
+    try:
+        return predictor_of(args)
+    except InferenceModeError as err:
+        if args.tile is None:
+            raise
+        raise InferenceModeError(f"--tile {args.tile[0]} {args.tile[1]} --overlap {args.overlap} (test_cfg "
+                                 f"mode='tile', crop_size, overlap) is refused: {err}", err.key) from None
+
+
+def predictor_of(args):
     if args.model:
         from heads.export import OnnxPredictor
         predictor = OnnxPredictor(args.model, device=args.device, tile=args.tile, overlap=args.overlap,

@@ -46,7 +46,7 @@ def main(argv=None) -> dict:
     cfg.load_from = None  # loaded below with weights-only semantics, .pth or .safetensors alike
     cfg.model = without_backbone_weights(cfg.model)  # the checkpoint holds the whole model
     setup_launcher(cfg, args.launcher)
-    runner = ZooRunner.from_cfg(cfg)
+    runner = build_runner(ZooRunner, cfg, args.tta)
     load_task_checkpoint(runner.model, args.checkpoint, finite=True)  # this project's layout or mmseg's; no NaN
     metrics = runner.test()  # logs the metrics (and the metric's per-class table) once
     if args.out:
@@ -54,6 +54,19 @@ def main(argv=None) -> dict:
         Path(args.out).write_text(json.dumps({**metrics, **({'per_class': per_class} if per_class else {})},
                                              indent=2))
     return metrics
+
+
+def build_runner(runner_class, cfg, tta: bool):
+    """The runner of ``cfg``; its model checks its test_cfg when built (heads.models.inference_mode), and a
+    refusal of the flip that ``--tta`` adds names the option."""
+    from heads.models.inference_mode import InferenceModeError
+    try:
+        return runner_class.from_cfg(cfg)
+    except InferenceModeError as err:
+        if not tta or err.key != 'flip':
+            raise
+        raise InferenceModeError(f"--tta mirrors the predictions through test_cfg flip=True, which this model does "
+                                 f"not take ({err}); run without --tta", err.key) from None
 
 
 if __name__ == '__main__':

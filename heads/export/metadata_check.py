@@ -20,9 +20,6 @@ MAX_MULTIPLE = 2048  # input_multiple, size_divisor and their lcm: what images a
 MAX_SIDE = 8192  # predict_scale, crop_size, stride: pixels
 MAX_CLASSES = 100_000
 PREPROCESSOR_KEYS = ('mean', 'std', 'size_divisor', 'pad_val', 'bgr_to_rgb')
-DENSE_MODES = ('whole', 'slide', 'tile')
-MASK_MODES = ('whole', 'slide')
-MASK_THRESHOLDS = ('score_threshold', 'object_threshold', 'mask_threshold', 'overlap_threshold')
 
 
 def is_int(value) -> bool:
@@ -96,9 +93,9 @@ def check_metadata(path, meta, outputs: dict[str, list], multiples=(1, 1)) -> No
                                                 f"images to multiples of {math.lcm(divisor, meta['input_multiple'])}, "
                                                 f"above {MAX_MULTIPLE}")
     if task == 'MaskClassifier':
-        _check_mask_test_cfg(check, meta['test_cfg'], meta['num_classes'], meta['input_multiple'])
+        _check_test_cfg(check, meta['test_cfg'], 'mask', meta['input_multiple'], meta['num_classes'])
     else:
-        _check_dense_test_cfg(check, meta['test_cfg'], meta['input_multiple'])
+        _check_test_cfg(check, meta['test_cfg'], 'dense', meta['input_multiple'])
     if meta.get('predict_scale') is not None:
         check.pair('predict_scale', meta['predict_scale'], 1, MAX_SIDE)
     names = meta.get('classes')
@@ -164,66 +161,20 @@ def _check_preprocessor(check: Fields, pre) -> None:
         check.flag('preprocessor.bgr_to_rgb', pre['bgr_to_rgb'])
 
 
-def _check_windows(check: Fields, cfg: dict, needed: tuple[str, ...], multiple: int) -> None:
-    """The window fields: those the mode uses (``needed``) must be there, crop_size a multiple of the graph's input
-    multiple; any present (used or not) must be of their type and range."""
-    for key in needed:
-        if key not in cfg:
-            check.fail(f'test_cfg.{key}', f"is missing: test_cfg mode {cfg.get('mode')!r} needs {' and '.join(needed)}")
-    if 'crop_size' in cfg:
-        check.pair('test_cfg.crop_size', cfg['crop_size'], 1, MAX_SIDE)
-    if 'crop_size' in needed and any(side % multiple for side in cfg['crop_size']):
-        check.fail('test_cfg.crop_size', f"{cfg['crop_size']} must be multiples of the graph's input multiple "
-                                         f"{multiple}")
-    if 'stride' in cfg:
-        check.pair('test_cfg.stride', cfg['stride'], 1, MAX_SIDE)
-    if 'overlap' in cfg:
-        overlap = cfg['overlap']
-        pair = overlap if isinstance(overlap, list) else [overlap, overlap]
-        sides = cfg.get('crop_size', [MAX_SIDE, MAX_SIDE])
-        ok = len(pair) == 2 and all(is_int(v) and 0 <= v < side for v, side in zip(pair, sides))
-        check.expect('test_cfg.overlap', overlap, ok, f"a whole number or pair in [0, crop_size {sides})")
-
-
-def _check_dense_test_cfg(check: Fields, cfg, multiple: int) -> None:
-    from ..models.tiling import RAMPS
+def _check_test_cfg(check: Fields, cfg, family: str, multiple: int, num_classes: int | None = None) -> None:
+    """A JSON object whose sizes are within this module's bounds, then the model's own check of an inference mode
+    (:meth:`heads.models.inference_mode.InferenceMode.from_cfg`), its refusal naming the field."""
+    from ..models.inference_mode import InferenceMode, InferenceModeError
     check.expect('test_cfg', cfg, isinstance(cfg, dict), 'a JSON object')
-    mode = cfg.get('mode', 'whole')
-    check.choice('test_cfg.mode', mode, DENSE_MODES)
-    if 'flip' in cfg:
-        check.flag('test_cfg.flip', cfg['flip'])
-    if 'padding' in cfg:
-        check.choice('test_cfg.padding', cfg['padding'], ('crop', 'resize'))
-    _check_windows(check, cfg, {'slide': ('crop_size', 'stride'), 'tile': ('crop_size', 'overlap')}.get(mode, ()),
-                   multiple)
-    if 'ramp' in cfg:
-        check.choice('test_cfg.ramp', cfg['ramp'], RAMPS)
-
-
-def _check_mask_test_cfg(check: Fields, cfg, num_classes: int, multiple: int) -> None:
-    from ..models.mask_classifier import TASKS, mask_test_cfg
-    check.expect('test_cfg', cfg, isinstance(cfg, dict), 'a JSON object')
-    check.choice('test_cfg.mode', cfg.get('mode', 'whole'), MASK_MODES)
-    tasks = cfg.get('tasks', ['semantic'])
-    tasks = [tasks] if isinstance(tasks, str) else tasks
-    check.expect('test_cfg.tasks', cfg.get('tasks'),
-                 isinstance(tasks, list) and tasks and all(isinstance(t, str) and t in TASKS for t in tasks),
-                 f"some of {list(TASKS)}")
+    for key in ('crop_size', 'stride'):
+        if cfg.get(key) is not None:
+            check.pair(f'test_cfg.{key}', cfg[key], 1, MAX_SIDE)
     if cfg.get('top_k') is not None:
         check.whole('test_cfg.top_k', cfg['top_k'], 1, MAX_CLASSES)
-    for key in MASK_THRESHOLDS:
-        if key in cfg:
-            value = cfg[key]
-            check.expect(f'test_cfg.{key}', value, is_number(value) and 0 <= value <= 1, 'a number in [0, 1]')
-    stuff = cfg.get('stuff_classes', [])
-    check.expect('test_cfg.stuff_classes', stuff,
-                 isinstance(stuff, list) and all(is_int(c) and 0 <= c < num_classes for c in stuff),
-                 f"a list of class indices in [0, {num_classes})")
-    _check_windows(check, cfg, ('crop_size', 'stride') if cfg.get('mode') == 'slide' else (), multiple)
     try:
-        mask_test_cfg(cfg, num_classes)
-    except ValueError as err:
-        check.fail('test_cfg', f"is refused: {err}")
+        InferenceMode.from_cfg(cfg, family, multiple, num_classes)
+    except InferenceModeError as err:
+        check.fail('test_cfg' if err.key == 'test_cfg' else f'test_cfg.{err.key}', f"is refused: {err}")
 
 
 def _check_palette(check: Fields, palette, classes: int | None) -> None:

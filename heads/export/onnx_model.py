@@ -23,7 +23,8 @@ import torch
 
 from ..models.dense_model import DenseModel
 from ..models.depth_estimator import DepthEstimator
-from ..models.mask_classifier import MaskClassificationModel, mask_test_cfg
+from ..models.inference_mode import DENSE, MASK, InferenceMode, tiled_cfg
+from ..models.mask_classifier import MaskClassificationModel
 from ..models.predictor import Predictor
 from ..models.preprocessor import DensePreprocessor
 from ..models.segmentor import Segmentor
@@ -58,6 +59,12 @@ class OnnxModel:
     def check_task(self, meta: dict) -> None:
         raise NotImplementedError
 
+    @property
+    def test_cfg(self) -> dict:
+        """The inference mode (:class:`heads.models.inference_mode.InferenceMode`, checked when this object is
+        made: the file's ``test_cfg`` with the caller's entries over it) as a plain ``test_cfg``."""
+        return self.inference_mode.as_cfg()
+
     def run(self, inputs: torch.Tensor, names: list[str]) -> list[torch.Tensor]:
         """The graph's outputs ``names`` for 'b 3 H W' inputs (float32 on the CPU)."""
         x = np.ascontiguousarray(inputs.detach().float().cpu().numpy())
@@ -90,21 +97,19 @@ class OnnxTaskModel(OnnxModel):
     output resized) is refused: the graph gives the output at the input size only.
     """
 
-    # the task model's own prediction code, run on this object (it reads test_cfg, predict_tensor, store_prediction)
+    # the task model's own prediction code, run on this object (it reads inference_mode, relative, predict_tensor,
+    # store_prediction)
     inference = DenseModel.inference
     predict = DenseModel.predict
-    check_tile_cfg = DenseModel.check_tile_cfg
-    resizes_padding = DenseModel.resizes_padding
 
     def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
                  metadata: dict | None = None):
         super().__init__(path, threads, metadata)
         meta = self.metadata
         self.task = TASKS[meta['task']]
-        self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **meta['test_cfg'], **(test_cfg or {})}
-        if self.test_cfg['mode'] == 'tile':
-            self.check_tile_cfg()
-        if self.resizes_padding:
+        self.inference_mode = InferenceMode.from_cfg({**meta['test_cfg'], **(test_cfg or {})}, DENSE,
+                                                     self.input_multiple, where=str(self.path))
+        if self.inference_mode.resizes_padding:
             raise OnnxFileError(f"{self.path}: test_cfg padding='resize' resizes the head's own-resolution output, "
                                 f"which the ONNX graph does not give (it outputs at the input size); export a model "
                                 f"with padding='crop' or predict with --tile")
@@ -140,7 +145,7 @@ class OnnxMaskModel(OnnxModel):
     :class:`OnnxTaskModel`'s.
     """
 
-    # the model's own prediction code, run on this object (it reads test_cfg and forward_logits)
+    # the model's own prediction code, run on this object (it reads inference_mode and forward_logits)
     predict = MaskClassificationModel.predict
     semantic_inference = MaskClassificationModel.semantic_inference
     store_predictions = MaskClassificationModel.store_predictions
@@ -152,7 +157,8 @@ class OnnxMaskModel(OnnxModel):
         meta = self.metadata
         self.num_classes = int(meta['num_classes'])
         self.output_names = list(meta['outputs'])
-        self.test_cfg = mask_test_cfg({**meta['test_cfg'], **(test_cfg or {})}, self.num_classes)
+        self.inference_mode = InferenceMode.from_cfg({**meta['test_cfg'], **(test_cfg or {})}, MASK,
+                                                     self.input_multiple, self.num_classes, where=str(self.path))
 
     def check_task(self, meta: dict) -> None:
         if meta['task'] != MASK_TASK:
@@ -181,7 +187,7 @@ class OnnxPredictor(Predictor):
     resized first by the file's ``predict_scale`` (none with ``tile``), as the checkpoint's Predictor does."""
 
     def __init__(self, path, device: str = 'cpu', tile=None, overlap: int = 64, threads: int | None = None):
-        test_cfg = None if tile is None else {'mode': 'tile', 'crop_size': tuple(tile), 'overlap': overlap}
+        test_cfg = None if tile is None else tiled_cfg(None, tile, overlap)
         self.model = load_onnx_model(path, threads, test_cfg).to(device)
         self.kernel_policy = None
         self.device = device

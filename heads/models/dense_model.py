@@ -13,6 +13,7 @@ from zoo.core.resize import interpolate
 from ..registry import MODELS
 from .backbone import backbone_description
 from .inference import flip_average, slide_inference
+from .inference_mode import DENSE, InferenceMode
 from .task_model import TaskModel
 from .tiling import tiled_inference
 
@@ -32,12 +33,16 @@ class DenseModel(TaskModel):
     resized to the padded input, the padding cut off) or 'resize' (mmseg: the head output of the padded input
     resized straight to the image's unpadded size, as mmseg's ViT pads to its patch size and resizes back; exact
     for batches of one image). ``channels_last``: neck and head convolutions in channels-last layout (same
-    results). Subclasses define ``loss`` and turn head outputs into predictions.
+    results). ``test_cfg`` is checked when the model is built (:class:`.inference_mode.InferenceMode`, the
+    ``inference_mode`` attribute). Subclasses define ``loss`` and turn head outputs into predictions.
     Modes: 'tensor' -> head output at the input size; 'loss' -> dict of losses; 'predict' -> data samples.
     """
     #: the parts whose stride-1 convolutions run on maps large enough for the shifted-GEMM weight gradient to pay
     #: off on some CPUs (:func:`zoo.runtime.apply_kernel_policy` reads this; the model never changes for it)
     gemm_weight_grad_parts = ('neck', 'decode_head')
+    #: whether predictions are relative (inverse depth up to scale and shift): test_cfg mode='tile' then aligns each
+    #: tile to the blend so far (:mod:`.tiling`); :class:`~heads.models.depth_estimator.DepthEstimator` sets it
+    relative = False
 
     def __init__(self, backbone, decode_head, neck=None, data_preprocessor=None, test_cfg=None,
                  channels_last: bool = True, init_cfg=None):
@@ -49,13 +54,12 @@ class DenseModel(TaskModel):
         self.decode_head = self.build_head(decode_head)
         self.channels_last = channels_last
         self.prepare_convolutional_parts(self.neck, self.decode_head)
-        self.test_cfg = {'mode': 'whole', 'flip': False, 'padding': 'crop', **(test_cfg or {})}
-        if self.test_cfg['mode'] not in ('whole', 'slide', 'tile'):
-            raise ValueError(f"test_cfg mode must be 'whole', 'slide' or 'tile', got {self.test_cfg['mode']!r}")
-        if self.test_cfg['mode'] == 'tile':
-            self.check_tile_cfg()
-        if self.test_cfg['padding'] not in ('crop', 'resize'):
-            raise ValueError(f"test_cfg padding must be 'crop' or 'resize', got {self.test_cfg['padding']!r}")
+        self.inference_mode = InferenceMode.from_cfg(test_cfg, DENSE, self.input_multiple, where=type(self).__name__)
+
+    @property
+    def test_cfg(self) -> dict:
+        """The inference mode as a plain ``test_cfg`` (defaults filled in)."""
+        return self.inference_mode.as_cfg()
 
     def build_head(self, head):
         """A head from its config; one that reads every level (UperNet's) and names no ``in_channels`` gets the
@@ -66,18 +70,6 @@ class DenseModel(TaskModel):
         if reads_levels and head.get('in_channels') is None and hasattr(self.neck, 'level_channels'):
             head = {**head, 'in_channels': list(self.neck.level_channels)}
         return build(head)
-
-    def check_tile_cfg(self) -> None:
-        """test_cfg mode='tile' names ``crop_size`` (h, w), multiples of :attr:`input_multiple`, and ``overlap``."""
-        cfg, multiple = self.test_cfg, self.input_multiple
-        missing = [key for key in ('crop_size', 'overlap') if key not in cfg]
-        if missing:
-            example = f"crop_size=({4 * multiple}, {4 * multiple}), overlap={multiple}"
-            raise ValueError(f"test_cfg mode='tile' needs {' and '.join(missing)}, e.g. test_cfg=dict(mode='tile', "
-                             f"{example})")
-        if len(cfg['crop_size']) != 2 or any(int(s) % multiple for s in cfg['crop_size']):
-            raise ValueError(f"test_cfg crop_size must be (height, width), multiples of this model's input multiple "
-                             f"{multiple}, got {tuple(cfg['crop_size'])}")
 
     @property
     def input_multiple(self) -> int:
@@ -116,11 +108,6 @@ class DenseModel(TaskModel):
             out = interpolate(out, size=inputs.shape[-2:], mode='bilinear', align_corners=False)
         return out
 
-    @property
-    def resizes_padding(self) -> bool:
-        """Whether predictions resize the padded input's output to the image (test_cfg padding='resize')."""
-        return self.test_cfg['mode'] == 'whole' and self.test_cfg['padding'] == 'resize'
-
     def head_output(self, inputs: torch.Tensor) -> torch.Tensor:
         """The head's output at its own resolution: 'b c H W -> b k h w'."""
         return self.decode_head(self.head_input(self.extract_features(inputs), self.decode_head))
@@ -128,15 +115,14 @@ class DenseModel(TaskModel):
     def inference(self, inputs: torch.Tensor) -> torch.Tensor:
         """The test-time prediction with the configured strategy (at the head's resolution with padding='resize'
         in whole mode, else at the input size)."""
-        cfg = self.test_cfg
-        infer = self.head_output if self.resizes_padding else self.predict_tensor
-        if cfg['mode'] == 'slide':
-            infer = partial(slide_inference, self.predict_tensor, crop=tuple(cfg['crop_size']),
-                            stride=tuple(cfg['stride']))
-        elif cfg['mode'] == 'tile':  # relative depth (DepthEstimator.relative): tiles aligned by scale and shift
-            infer = partial(tiled_inference, self.predict_tensor, tile=tuple(cfg['crop_size']), overlap=cfg['overlap'],
-                            align=getattr(self, 'relative', False), ramp=cfg.get('ramp', 'linear'))
-        return flip_average(infer, inputs) if cfg['flip'] else infer(inputs)
+        mode = self.inference_mode
+        infer = self.head_output if mode.resizes_padding else self.predict_tensor
+        if mode.mode == 'slide':
+            infer = partial(slide_inference, self.predict_tensor, crop=mode.crop_size, stride=mode.stride)
+        elif mode.mode == 'tile':  # a relative depth model's tiles aligned by scale and shift
+            infer = partial(tiled_inference, self.predict_tensor, tile=mode.crop_size, overlap=mode.overlap,
+                            align=self.relative, ramp=mode.ramp)
+        return flip_average(infer, inputs) if mode.flip else infer(inputs)
 
     def forward(self, inputs: torch.Tensor, data_samples=None, mode: str = 'tensor'):
         if mode == 'tensor':
@@ -151,7 +137,7 @@ class DenseModel(TaskModel):
         outputs = self.inference(inputs)
         for out, sample in zip(outputs, data_samples):
             h, w = sample.metainfo.get('img_shape', inputs.shape[-2:])
-            if self.resizes_padding:  # the whole padded input's output, stretched onto the image (mmseg)
+            if self.inference_mode.resizes_padding:  # the whole padded input's output, stretched onto the image
                 out = interpolate(out[None], size=(h, w), mode='bilinear', align_corners=False)
             else:
                 out = out[None, :, :h, :w]

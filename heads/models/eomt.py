@@ -100,6 +100,7 @@ class EoMT(MaskClassificationModel):
         self.class_head = nn.Linear(dim, num_classes + 1)
         self.register_buffer('attn_mask_probs', torch.ones(num_blocks))
         self.traced_probs = None  # the probabilities as numbers while traced (:meth:`constant_probabilities`)
+        self.check_windows()
 
     @property
     def input_multiple(self) -> int:

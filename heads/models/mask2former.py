@@ -58,6 +58,7 @@ class Mask2Former(MaskClassificationModel):
         if isinstance(decoder, dict):
             decoder = {'in_channels': self.pixel_decoder.out_channels, **decoder}
         self.decoder = build(decoder)
+        self.check_windows()
 
     @property
     def input_multiple(self) -> int:

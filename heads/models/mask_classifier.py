@@ -35,13 +35,12 @@ from mmengine.structures import InstanceData, PixelData
 
 from zoo.core.resize import interpolate
 
-from ..io.labels import IGNORE_INDEX, INSTANCE_OFFSET
+from ..io.labels import IGNORE_INDEX
 from .dense_model import build
 from .inference import slide_inference
+from .inference_mode import MASK, InferenceMode
 from .mask_inference import instance_results, panoptic_map, semantic_scores
 from .task_model import TaskModel
-
-TASKS = ('semantic', 'instance', 'panoptic')
 
 
 def masks_from_semantic(seg: torch.Tensor, num_classes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,31 +65,6 @@ def pad_masks(masks: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return torch.nn.functional.pad(masks, (0, size[1] - w, 0, size[0] - h))
 
 
-def mask_test_cfg(test_cfg: dict | None, num_classes: int) -> dict:
-    """``test_cfg`` of a mask-classification model with its defaults filled in and checked (see
-    :class:`MaskClassificationModel`); also what an exported model's file is run with (heads.export)."""
-    cfg = {'mode': 'whole', 'tasks': ('semantic',), 'top_k': None, 'score_threshold': 0.0, 'object_threshold': 0.8,
-           'mask_threshold': 0.5, 'overlap_threshold': 0.8, 'stuff_classes': (), **(test_cfg or {})}
-    tasks = cfg['tasks']
-    tasks = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    if not tasks or any(task not in TASKS for task in tasks):
-        raise ValueError(f"test_cfg tasks must name some of {TASKS}, got {cfg['tasks']!r}")
-    cfg['tasks'] = tasks
-    for key in ('stuff_classes', 'crop_size', 'stride'):  # tuples, also when read from JSON (an export's file)
-        if cfg.get(key) is not None:
-            cfg[key] = tuple(cfg[key])
-    if 'panoptic' in tasks and not 0 < num_classes < INSTANCE_OFFSET:
-        raise ValueError(f"panoptic maps pack label + instance * {INSTANCE_OFFSET}, so num_classes must be below "
-                         f"{INSTANCE_OFFSET}, got {num_classes}")
-    if cfg['mode'] not in ('whole', 'slide'):
-        raise ValueError(f"test_cfg mode must be 'whole' or 'slide', got {cfg['mode']!r}")
-    if cfg['mode'] == 'slide' and (tasks != ('semantic',) or 'crop_size' not in cfg or 'stride' not in cfg):
-        raise ValueError(f"test_cfg mode='slide' gives semantic results only and needs crop_size and stride, "
-                         f"e.g. dict(mode='slide', tasks=('semantic',), crop_size=(512, 512), stride=(341, 341)); "
-                         f"got {cfg}")
-    return cfg
-
-
 class MaskClassificationModel(TaskModel):
     """Base of the mask-classification models (module docstring). ``loss``: the loss config (type
     ``MaskClassificationLoss`` by default; ``num_classes`` filled in). ``test_cfg``: ``tasks`` (any of 'semantic',
@@ -105,7 +79,21 @@ class MaskClassificationModel(TaskModel):
                          init_cfg=init_cfg)
         self.num_classes = num_classes
         self.criterion = build({'type': 'MaskClassificationLoss', 'num_classes': num_classes, **(loss or {})})
-        self.test_cfg = mask_test_cfg(test_cfg, num_classes)
+        self.inference_mode = InferenceMode.from_cfg(test_cfg, MASK, num_classes=num_classes,
+                                                     where=type(self).__name__)
+
+    def check_windows(self) -> None:
+        """The slide windows (``crop_size``) checked against :attr:`input_multiple`, once the subclass has built
+        what fixes it: a subclass calls this at the end of its ``__init__`` (a window that is not a multiple would
+        fail at prediction)."""
+        if self.inference_mode.mode == 'slide':
+            self.inference_mode = InferenceMode.from_cfg(self.inference_mode.as_cfg(), MASK, self.input_multiple,
+                                                         self.num_classes, where=type(self).__name__)
+
+    @property
+    def test_cfg(self) -> dict:
+        """The inference mode as a plain ``test_cfg`` (defaults filled in)."""
+        return self.inference_mode.as_cfg()
 
     @abstractmethod
     def forward_logits(self, inputs: torch.Tensor):
@@ -156,10 +144,9 @@ class MaskClassificationModel(TaskModel):
         return torch.stack([semantic_scores(c, m) for c, m in zip(class_logits, masks)])
 
     def predict(self, inputs: torch.Tensor, data_samples):
-        cfg = self.test_cfg
-        if cfg['mode'] == 'slide':
-            scores = slide_inference(self.semantic_inference, inputs, crop=tuple(cfg['crop_size']),
-                                     stride=tuple(cfg['stride']))
+        mode = self.inference_mode
+        if mode.mode == 'slide':
+            scores = slide_inference(self.semantic_inference, inputs, crop=mode.crop_size, stride=mode.stride)
             for image, sample in enumerate(data_samples):
                 self.store_semantic(sample, scores[image], tuple(inputs.shape[-2:]))
             return data_samples
@@ -183,9 +170,9 @@ class MaskClassificationModel(TaskModel):
     def store_predictions(self, sample, class_logits: torch.Tensor, mask_logits: torch.Tensor,
                           input_size: tuple[int, int]) -> None:
         """One image's results by ``test_cfg`` on its data sample ('q c+1', 'q h w' for the padded input)."""
-        cfg = self.test_cfg
+        mode = self.inference_mode
         class_logits, mask_logits = class_logits.float(), mask_logits.float()
-        if 'semantic' in cfg['tasks']:
+        if 'semantic' in mode.tasks:
             padded = interpolate(mask_logits[None], size=input_size, mode='bilinear', align_corners=False)[0]
             self.store_semantic(sample, semantic_scores(class_logits, padded), input_size)
         h, w = sample.metainfo.get('img_shape', input_size)
@@ -196,12 +183,11 @@ class MaskClassificationModel(TaskModel):
             out = interpolate(logits[None], size=input_size, mode='bilinear', align_corners=False)[:, :, :h, :w]
             return (out if ori == (h, w) else interpolate(out, size=ori, mode='bilinear', align_corners=False))[0]
 
-        if 'instance' in cfg['tasks']:
-            masks, labels, scores = instance_results(class_logits, mask_logits, cfg['top_k'], cfg['score_threshold'],
-                                                     cfg['stuff_classes'], to_output=to_image)
+        if 'instance' in mode.tasks:
+            masks, labels, scores = instance_results(class_logits, mask_logits, mode.top_k, mode.score_threshold,
+                                                     mode.stuff_classes, to_output=to_image)
             sample.pred_instances = InstanceData(masks=masks, labels=labels, scores=scores)
-        if 'panoptic' in cfg['tasks']:
-            panoptic, segments = panoptic_map(class_logits, mask_logits, cfg['object_threshold'],
-                                              cfg['mask_threshold'], cfg['overlap_threshold'], cfg['stuff_classes'],
-                                              to_output=to_image)
+        if 'panoptic' in mode.tasks:
+            panoptic, segments = panoptic_map(class_logits, mask_logits, mode.object_threshold, mode.mask_threshold,
+                                              mode.overlap_threshold, mode.stuff_classes, to_output=to_image)
             sample.pred_panoptic_seg = PixelData(data=panoptic, metainfo={'segments_info': segments})

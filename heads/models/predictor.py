@@ -12,6 +12,7 @@ from zoo.runtime import apply_kernel_policy
 
 from ..io.images import check_rgb, keep_ratio_size, read_rgb
 from ..registry import MODELS
+from .inference_mode import tiled_cfg
 from .task_checkpoint import load_task_checkpoint, without_backbone_weights
 
 
@@ -35,8 +36,7 @@ class Predictor:
             Config(config) if isinstance(config, dict) else Config.fromfile(str(config)))
         model_cfg = cfg.model if checkpoint is None else without_backbone_weights(cfg.model)
         if tile is not None:
-            model_cfg = {**model_cfg, 'test_cfg': {**(model_cfg.get('test_cfg') or {}), 'mode': 'tile',
-                                                   'crop_size': tuple(tile), 'overlap': overlap}}
+            model_cfg = {**model_cfg, 'test_cfg': tiled_cfg(model_cfg.get('test_cfg'), tile, overlap)}
         self.model = MODELS.build(model_cfg)
         if checkpoint is not None:
             load_task_checkpoint(self.model, checkpoint, finite=True)  # this project's layout or mmseg's

@@ -61,10 +61,12 @@ FIELDS = {
     'input_multiple not the graph\'s': ('input_multiple', 16, r"'input_multiple' is 16, but the graph takes heights "
                                                             r"and widths that are multiples of 32x32"),
     'input_multiple a string': ('input_multiple', '32', r"'input_multiple' must be a whole number .*\(str\)"),
-    'unknown test_cfg.mode': ('test_cfg.mode', 'sliding', r"'test_cfg.mode' must be one of \['whole', 'slide', "),
-    'slide without stride': ('test_cfg.mode', 'slide', r"'test_cfg.crop_size' is missing: test_cfg mode 'slide'"),
+    'unknown test_cfg.mode': ('test_cfg.mode', 'sliding', r"'test_cfg.mode' is refused: test_cfg mode must be "
+                                                          r"'whole', 'slide' or 'tile', got 'sliding'"),
+    'slide without stride': ('test_cfg.mode', 'slide', r"'test_cfg.crop_size' is refused: test_cfg mode='slide' "
+                                                       r"needs crop_size and stride"),
     'crop_size not a pair': ('test_cfg.crop_size', 'big', r"'test_cfg.crop_size' must be a pair of whole numbers"),
-    'flip "no"': ('test_cfg.flip', 'no', r"'test_cfg.flip' must be true or false"),
+    'flip "no"': ('test_cfg.flip', 'no', r"'test_cfg.flip' is refused: test_cfg flip must be True or False"),
     'relative "false"': ('relative', 'false', r"'relative' must be true or false \(a JSON boolean\), got 'false'"),
     'relative on a segmentor': ('relative', True, r"'relative' is true .* but the task is 'Segmentor'"),
     'task unknown': ('task', 'Classifier', r"'task' must be one of \['Segmentor', 'DepthEstimator', "),
