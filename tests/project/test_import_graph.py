@@ -22,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ('zoo', 'heads')
-#: package -> the folder on ``sys.path`` it is imported from (lab: tools/, first on the path of a tool and the tests)
+#: package -> the folder on ``sys.path`` it is imported from (lab: tools/, first on the path of a tool, and on the
+#: tests' by pyproject.toml's pytest ``pythonpath``)
 PACKAGES = {'zoo': ROOT, 'heads': ROOT, 'lab': ROOT / 'tools'}
 
 
