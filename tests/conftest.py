@@ -1,11 +1,9 @@
-"""Test-wide set-up: the tools are importable as modules (``import train``) and write their records to a temporary
-store (``ZOO_RECORDS``), every test starts from seed 0,
-each of pytest-xdist's worker processes computes with its share of the cores (two workers with all cores each
+"""Test-wide set-up: the tools write their records to a temporary store (``ZOO_RECORDS``), every test starts from
+seed 0, each of pytest-xdist's worker processes computes with its share of the cores (two workers with all cores each
 would run twice as many threads as cores, which slows both far more than 2x), and the files of long runs are
 collected first so that the workers start on them and fill in with short files (longest first balances them),
 and the controller writes yapf's grammar cache before it starts the workers (see ``pytest_configure``)."""
 import os
-import sys
 from pathlib import Path
 
 WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
@@ -18,7 +16,6 @@ import torch  # noqa: E402
 if WORKERS > 1:
     torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tools'))
 # The measuring tools append records to the repository's results store (records/); the tests' runs of them go to a
 # folder of this session's instead (inherited by the tools' subprocesses), so that no test writes into the store.
 if 'ZOO_RECORDS' not in os.environ or Path(os.environ['ZOO_RECORDS']).resolve() == \

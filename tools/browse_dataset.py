@@ -16,7 +16,8 @@ import numpy as np
 from tqdm import tqdm
 
 from heads.io.images import write_rgb
-from heads.visualization.draw import caption, colorize_depth, colorize_labels, default_palette, overlay, side_by_side
+from heads.io.palettes import default_palette
+from heads.visualization.draw import caption, colorize_depth, colorize_labels, overlay, side_by_side
 from lab.outputs import refuse_outputs_that_are_inputs
 
 

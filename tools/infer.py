@@ -65,13 +65,13 @@ import numpy as np
 
 from heads.io.images import images_in, read_rgb, write_rgb
 from heads.io.labels import IGNORE_INDEX, INSTANCE_OFFSET
+from heads.io.palettes import default_palette
 from heads.io.predictions import DEPTH_FORMATS, output_bases, write_depth, write_labels, write_panoptic
 from heads.visualization.draw import (
     colorize_depth,
     colorize_labels,
     colorize_panoptic,
     colour_bar,
-    default_palette,
     legend,
     overlay,
 )

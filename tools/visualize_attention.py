@@ -29,7 +29,6 @@ from lab.outputs import refuse_outputs_that_are_inputs
 if TYPE_CHECKING:
     from zoo.attention_maps import AttentionMap
 
-IMAGENET_MEAN, IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
 RANDOM_WEIGHTS = 'RANDOM weights (no --checkpoint): these maps say nothing about a trained model'
 
 
@@ -53,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 def load_backbone(source: str, checkpoint: str | None):
     """(backbone, mean, std) from a config (model built, checkpoint loaded into it) or a backbone name."""
     import zoo
+    from heads.models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
     if source.endswith('.py'):
         from mmengine.config import Config
 
@@ -62,8 +62,8 @@ def load_backbone(source: str, checkpoint: str | None):
         if checkpoint:
             zoo.load_pretrained(model, checkpoint, format='zoo')
         pre = cfg.model.get('data_preprocessor', {})
-        return model.backbone.eval(), pre.get('mean', IMAGENET_MEAN), pre.get('std', IMAGENET_STD)
-    return zoo.create_backbone(source, pretrained=checkpoint).eval(), IMAGENET_MEAN, IMAGENET_STD
+        return model.backbone.eval(), pre.get('mean', IMAGENET_MEAN_255), pre.get('std', IMAGENET_STD_255)
+    return zoo.create_backbone(source, pretrained=checkpoint).eval(), IMAGENET_MEAN_255, IMAGENET_STD_255
 
 
 def attention_maps(backbone, image: np.ndarray, mean, std) -> list[AttentionMap]:

@@ -11,8 +11,8 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from ..io.labels import IGNORE_INDEX
+from ..io.palettes import default_palette
 from ..registry import DATASETS
-from ..visualization.draw import default_palette
 from .base import DenseDataset
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..io.palettes import default_palette
 from ..registry import DATASETS
-from ..visualization.draw import default_palette
 from .base import DenseDataset
 
 LAYOUT = ("a COCO panoptic JSON with 'images', 'annotations' (image_id, file_name, segments_info) and "

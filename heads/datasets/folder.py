@@ -1,8 +1,8 @@
 """Semantic segmentation from two folders: images and same-stem label maps."""
 from __future__ import annotations
 
+from ..io.palettes import default_palette
 from ..registry import DATASETS
-from ..visualization.draw import default_palette
 from .base import DenseDataset, check_paired, list_files
 
 

@@ -15,6 +15,7 @@ from pycocotools.coco import COCO
 
 from ..datasets.coco import encode_mask
 from ..registry import METRICS
+from .classes import metric_num_classes, thing_indices
 from .coco import coco_average_precision
 
 
@@ -100,27 +101,15 @@ class MaskAPMetric(BaseMetric):
         self.num_classes, self.thing_classes = num_classes, thing_classes
 
     def _num_classes(self) -> int:
-        if self.num_classes is not None:
-            return int(self.num_classes)
-        classes = (self.dataset_meta or {}).get('classes')
-        if not classes:
-            raise ValueError("MaskAPMetric needs num_classes=... or a dataset whose metainfo has 'classes'")
-        return len(classes)
+        return metric_num_classes(self.num_classes, self.dataset_meta, 'MaskAPMetric')
 
     def process(self, data_batch, data_samples) -> None:
         for sample in data_samples:
             self.results.append(image_annotations(sample, self._num_classes()))
 
     def _category_ids(self, num_classes: int) -> list[int]:
-        meta = self.dataset_meta or {}
-        things = self.thing_classes if self.thing_classes is not None else meta.get('thing_classes')
-        if things is None:
-            return [c + 1 for c in range(num_classes)]
-        classes = list(meta.get('classes') or ())
-        unknown = [t for t in things if not isinstance(t, int) and t not in classes]
-        if unknown:
-            raise ValueError(f"thing classes {unknown} are not among the dataset's classes {classes}")
-        return [(t if isinstance(t, int) else classes.index(t)) + 1 for t in things]
+        things = thing_indices(self.thing_classes, self.dataset_meta)
+        return [c + 1 for c in (range(num_classes) if things is None else things)]
 
     def compute_metrics(self, results: list) -> dict:
         num_classes = self._num_classes()

@@ -21,6 +21,7 @@ from mmengine.evaluator import BaseMetric
 
 from ..io.labels import INSTANCE_OFFSET
 from ..registry import METRICS
+from .classes import metric_num_classes, thing_indices
 
 #: Per-class statistics columns.
 TP, FP, FN, IOU = range(4)
@@ -123,12 +124,7 @@ class PanopticQualityMetric(BaseMetric):
         self.num_classes, self.thing_classes, self.per_class = num_classes, thing_classes, []
 
     def _num_classes(self) -> int:
-        if self.num_classes is not None:
-            return int(self.num_classes)
-        classes = (self.dataset_meta or {}).get('classes')
-        if not classes:
-            raise ValueError("PanopticQualityMetric needs num_classes=... or a dataset whose metainfo has 'classes'")
-        return len(classes)
+        return metric_num_classes(self.num_classes, self.dataset_meta, 'PanopticQualityMetric')
 
     def process(self, data_batch, data_samples) -> None:
         for sample in data_samples:
@@ -140,24 +136,11 @@ class PanopticQualityMetric(BaseMetric):
             self.results.append(pq_stats(sample['pred_panoptic_seg']['data'], gt['data'], self._num_classes(),
                                          gt.get('crowd')))
 
-    def _thing_indices(self) -> list[int] | None:
-        meta = self.dataset_meta or {}
-        things = self.thing_classes if self.thing_classes is not None else meta.get('thing_classes')
-        if things is None:
-            return None
-        classes = list(meta.get('classes') or ())
-        if all(isinstance(t, int) for t in things):
-            return list(things)
-        unknown = [t for t in things if t not in classes]
-        if unknown:
-            raise ValueError(f"thing classes {unknown} are not among the dataset's classes {classes}")
-        return [classes.index(t) for t in things]
-
     def compute_metrics(self, results: list) -> dict:
         num_classes = self._num_classes()
         stats = np.sum(results, axis=0) if results else np.zeros((num_classes, 4))
         groups = {'': range(num_classes)}
-        things = self._thing_indices()
+        things = thing_indices(self.thing_classes, self.dataset_meta)
         if things is not None:
             groups.update(_th=things, _st=[c for c in range(num_classes) if c not in set(things)])
         metrics = {}

@@ -58,9 +58,9 @@ def config_predict_scale(cfg):
 
 def config_classes(cfg) -> tuple[list[str], list]:
     """Class names and palette of the config's test dataset (built lazily: no file is read); names fall back to
-    an empty list and the palette to :func:`heads.visualization.draw.default_palette`."""
+    an empty list and the palette to :func:`heads.io.palettes.default_palette`."""
+    from ..io.palettes import default_palette
     from ..registry import DATASETS
-    from ..visualization.draw import default_palette
     dataset_cfg = dict(cfg.get('test_dataloader', cfg.get('val_dataloader', {})).get('dataset', {}))
     try:
         meta = DATASETS.build({**dataset_cfg, 'lazy_init': True}).metainfo if dataset_cfg else {}

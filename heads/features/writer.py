@@ -88,6 +88,32 @@ def export_features(model: nn.Module, images: Sequence[ImageEntry], out, *, shor
     ``model_settings``: what built the model (name, kwargs, ...), compared on resume with the weights hash.
     ``names``: level names (default :func:`level_names`). ``pretrained`` is only recorded.
     """
+    header = _header(model, images, short_side, model_settings, names, dtype, images_per_shard)
+    out = Path(out)
+    old = _open_folder(out, header, overwrite)
+    chunks = [images[i:i + images_per_shard] for i in range(0, len(images), images_per_shard)]
+    plan = _plan(out, old, chunks)
+    skipped = len(images) - sum(len(chunks[k]) for k in plan.todo)
+    model = model.eval().to(device)
+    warned = set()
+    bar = tqdm(total=len(images), initial=skipped, desc='export', unit='image', disable=not progress)
+    for k in plan.todo:
+        name = shard_name(k)
+        done = _export_shard(model, chunks[k], out / name, header, device, warned, bar)
+        plan.shards[name] = dict(file=name, bytes=(out / name).stat().st_size, images=len(done))
+        plan.records[name] = done
+        _write_index(out, header, pretrained, plan.shards, plan.records)
+    bar.close()
+    if plan.lost and not plan.todo:  # nothing computed, but the index lists shards that went missing
+        _write_index(out, header, pretrained, plan.shards, plan.records)
+    return ExportSummary(out, written=len(images) - skipped, skipped=skipped, shards_written=len(plan.todo),
+                         shards=len(plan.shards))
+
+
+def _header(model: nn.Module, images: Sequence[ImageEntry], short_side: int | None, model_settings: dict | None,
+            names: Sequence[str] | None, dtype: str, images_per_shard: int) -> dict:
+    """The index's header (format, backbone, weights hash, settings, levels) of this export, its arguments checked:
+    ValueError for a dtype, shard size, short side or level names that cannot be, or image ids that repeat."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if images_per_shard < 1:
@@ -100,31 +126,47 @@ def export_features(model: nn.Module, images: Sequence[ImageEntry], out, *, shor
     short_side = int(short_side or min(cfg['input_size']))
     if short_side < 1:
         raise ValueError(f"short_side must be positive, got {short_side}")
-    multiple = size_multiple(model)
     strides, channels = list(model.out_strides), list(model.out_channels)
     names = list(names or level_names(strides))
     if not len(names) == len(strides) == len(channels):
         raise ValueError(f"{len(names)} level names for {len(strides)} levels")
     settings = dict(
         model=dict(model_settings or {'backbone': cfg.get('name')}),
-        resize=dict(rule=SIZE_RULE, short_side=short_side, multiple=multiple,
+        resize=dict(rule=SIZE_RULE, short_side=short_side, multiple=size_multiple(model),
                     interpolation='bilinear (cv2.INTER_LINEAR)'),
         normalize=dict(rule='RGB / 255, then (x - mean) / std', mean=list(cfg['mean']), std=list(cfg['std'])),
         dtype=dtype, images_per_shard=int(images_per_shard))
-    header = _plain(dict(format=FORMAT, version=VERSION, backbone=settings['model'].get('backbone', cfg.get('name')),
-                         weights_hash=weights_hash(model), settings=settings,
-                         levels=[dict(name=n, stride=int(s), channels=int(c))
-                                 for n, s, c in zip(names, strides, channels)]))
+    return _plain(dict(format=FORMAT, version=VERSION, backbone=settings['model'].get('backbone', cfg.get('name')),
+                       weights_hash=weights_hash(model), settings=settings,
+                       levels=[dict(name=n, stride=int(s), channels=int(c))
+                               for n, s, c in zip(names, strides, channels)]))
 
-    out = Path(out)
+
+def _open_folder(out: Path, header: dict, overwrite: bool) -> dict | None:
+    """Make ``out``, delete what a killed export (and with ``overwrite``, any export) left there, and return the
+    index of an earlier export, checked to have ``header``'s settings and weights (None when there is none)."""
     out.mkdir(parents=True, exist_ok=True)
     _clean(out, overwrite)
     old = None if overwrite else _read_index(out)
     if old is not None:
         _check_same(out, old, header)
+    return old
 
-    # Shards of an earlier run: kept if their images are the planned ones and their file is intact.
-    chunks = [images[i:i + images_per_shard] for i in range(0, len(images), images_per_shard)]
+
+@dataclass
+class _Plan:
+    """What an export does in a folder: the shards to compute (``todo``, by number), the finished ones it keeps
+    (``shards``: file -> index entry, ``records``: file -> its images' records) and those it dropped as ``lost``."""
+    todo: list[int]
+    shards: dict[str, dict]
+    records: dict[str, list[dict]]
+    lost: list[str]
+
+
+def _plan(out: Path, old: dict | None, chunks: list[Sequence[ImageEntry]]) -> _Plan:
+    """Shards of an earlier run (``old``, its index) are kept if their images are the planned ones (``chunks``,
+    shard k's images) and their file is intact; the others are computed. ExportSettingsError where the folder holds
+    other images in a planned shard, or planned images in a shard beyond the plan."""
     shards = {s['file']: s for s in (old or {}).get('shards', [])}
     records = defaultdict(list)
     for record in (old or {}).get('images', []):
@@ -150,44 +192,46 @@ def export_features(model: nn.Module, images: Sequence[ImageEntry], out, *, shor
     for name in lost:
         warnings.warn(f"{out / name} is missing or not of its recorded size: dropped from the index")
         del shards[name], records[name]
-    planned, plan_shards = set(ids), {shard_name(k) for k in range(len(chunks))}
+    planned = {str(e.id) for chunk in chunks for e in chunk}
+    plan_shards = {shard_name(k) for k in range(len(chunks))}
     strays = [r['id'] for name in shards if name not in plan_shards for r in records[name] if str(r['id']) in planned]
     if strays:
         raise ExportSettingsError(f"{out} holds features of images {strays[:10]} in other shards than this export "
                                   f"puts them; use another output folder, or --overwrite")
+    return _Plan(todo, shards, records, lost)
 
-    skipped = len(images) - sum(len(chunks[k]) for k in todo)
-    mean, std, torch_dtype = cfg['mean'], cfg['std'], DTYPES[dtype]
-    model = model.eval().to(device)
-    warned = set()
-    bar = tqdm(total=len(images), initial=skipped, desc='export', unit='image', disable=not progress)
-    for k in todo:
-        name, tensors, done = shard_name(k), {}, []
-        for entry in chunks[k]:
-            image = read_rgb(entry.path)
-            height, width = image.shape[:2]
-            if entry.height is not None and (entry.height, entry.width) != (height, width):
-                warnings.warn(f"image {entry.path} is {height}x{width} (h x w) but its annotation says "
-                              f"{entry.height}x{entry.width}; the index records the decoded size")
-            size = input_size(height, width, short_side, multiple)
-            with torch.inference_mode():
-                maps = model(preprocess(image, size, mean, std).to(device))
-            _check_maps(maps, header['levels'], size, entry.path, warned)
-            for i, fmap in enumerate(maps):
-                tensors[f'{entry.id}/{i}'] = fmap[0].detach().to('cpu', torch_dtype).clone().contiguous()
-            done.append(dict(id=entry.id, file_name=entry.file_name, height=height, width=width,
-                             input_height=size[0], input_width=size[1], shard=name))
-            bar.update()
-        _atomic_save(tensors, out / name, dict(format=FORMAT, weights_hash=header['weights_hash'],
-                                                 image_ids=json.dumps([r['id'] for r in done])))
-        shards[name] = dict(file=name, bytes=(out / name).stat().st_size, images=len(done))
-        records[name] = done
-        _write_index(out, header, pretrained, shards, records)
-    bar.close()
-    if lost and not todo:  # nothing computed, but the index lists shards that went missing
-        _write_index(out, header, pretrained, shards, records)
-    return ExportSummary(out, written=len(images) - skipped, skipped=skipped, shards_written=len(todo),
-                         shards=len(shards))
+
+def _export_shard(model: nn.Module, chunk: Sequence[ImageEntry], path: Path, header: dict, device, warned: set,
+                  bar) -> list[dict]:
+    """Shard ``path``: the maps of the images of ``chunk``, written atomically; returns their index records."""
+    tensors, done = {}, []
+    for entry in chunk:
+        record, maps = _image_maps(model, entry, header, device, warned)
+        tensors.update({f'{entry.id}/{i}': fmap for i, fmap in enumerate(maps)})
+        done.append(dict(record, shard=path.name))
+        bar.update()
+    _atomic_save(tensors, path, dict(format=FORMAT, weights_hash=header['weights_hash'],
+                                     image_ids=json.dumps([r['id'] for r in done])))
+    return done
+
+
+def _image_maps(model: nn.Module, entry: ImageEntry, header: dict, device, warned: set) -> tuple[dict, list]:
+    """One image through ``model``: its index record (less the shard) and its maps ('c h w' on the CPU in the
+    export's dtype), checked against the header's levels (``warned``: levels already warned about)."""
+    cfg, settings = model.pretrained_cfg, header['settings']
+    image = read_rgb(entry.path)
+    height, width = image.shape[:2]
+    if entry.height is not None and (entry.height, entry.width) != (height, width):
+        warnings.warn(f"image {entry.path} is {height}x{width} (h x w) but its annotation says "
+                      f"{entry.height}x{entry.width}; the index records the decoded size")
+    size = input_size(height, width, settings['resize']['short_side'], settings['resize']['multiple'])
+    with torch.inference_mode():
+        maps = model(preprocess(image, size, cfg['mean'], cfg['std']).to(device))
+    _check_maps(maps, header['levels'], size, entry.path, warned)
+    stored = [fmap[0].detach().to('cpu', DTYPES[settings['dtype']]).clone().contiguous() for fmap in maps]
+    record = dict(id=entry.id, file_name=entry.file_name, height=height, width=width, input_height=size[0],
+                  input_width=size[1])
+    return record, stored
 
 
 def _plain(value):

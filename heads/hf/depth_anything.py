@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
+from ..models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_grid, check_model_size
 

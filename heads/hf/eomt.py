@@ -19,7 +19,7 @@ field) and the model config built holds only numbers, booleans, None and identif
 """
 from __future__ import annotations
 
-from ..models.depth_anything import IMAGENET_MEAN_255, IMAGENET_STD_255
+from ..models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .config import HFConfigError, _Fields, check_literal, mask_loss_fields
 from .model_size import check_blocks, check_grid, check_model_size
 

@@ -13,10 +13,10 @@ cyclic shift and keeps the built window on any map, as mmseg does, so the two ag
 """
 from __future__ import annotations
 
+from ..models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255  # UperNet's image processor's
 from .config import HFConfigError, _Fields, check_literal
 from .model_size import check_blocks, check_model_size
 
-IMAGENET_MEAN, IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)  # UperNet's image processor
 _STAGES = ('stage1', 'stage2', 'stage3', 'stage4')
 
 
@@ -75,7 +75,7 @@ def upernet_config_from_hf(config: dict, source='config.json') -> dict:
                    concat_input=f.flag('auxiliary_concat_input', False), in_index=2, dropout=0.0)
     model = dict(type='Segmentor', backbone=backbone, neck=dict(type='PyramidLevels'), decode_head=head,
                  auxiliary_head=aux, aux_weight=f.number('auxiliary_loss_weight', 0.4, 0.0, 1e3),
-                 data_preprocessor=dict(type='DensePreprocessor', mean=IMAGENET_MEAN, std=IMAGENET_STD,
+                 data_preprocessor=dict(type='DensePreprocessor', mean=IMAGENET_MEAN_255, std=IMAGENET_STD_255,
                                         size_divisor=32))
     check_literal(model)
     check_model_size(model, source, {'backbone_config.embed_dim': backbone['embed_dim'],

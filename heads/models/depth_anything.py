@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..layouts.table import named
 from ..registry import MODELS
+from .preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
 from .task_checkpoint import load_task_checkpoint
 
 #: encoder -> (backbone name, tapped blocks, neck widths ``out_channels``, fusion width ``features``)
@@ -24,7 +25,6 @@ DEPTH_ANYTHING_V2 = {
     'vitl': ('vit_large_patch14_dinov2', (4, 11, 17, 23), (256, 512, 1024, 1024), 256),
     'vitg': ('vit_giant_patch14_dinov2', (9, 19, 29, 39), (1536, 1536, 1536, 1536), 384),
 }
-IMAGENET_MEAN_255, IMAGENET_STD_255 = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
 
 
 def depth_anything_v2_config(encoder: str = 'vits', mode: str = 'relative', max_depth: float = 20.0,

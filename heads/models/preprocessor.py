@@ -6,8 +6,14 @@ import torch.nn.functional as F
 from mmengine.model import BaseDataPreprocessor
 from mmengine.structures import PixelData
 
+from zoo.registry import IMAGENET_MEAN, IMAGENET_STD
+
 from ..io.labels import IGNORE_INDEX
 from ..registry import MODELS
+
+#: ImageNet's mean and std on the 0-255 scale this preprocessor normalises (zoo.registry's 0-1 values x 255)
+IMAGENET_MEAN_255 = tuple(round(255 * m, 3) for m in IMAGENET_MEAN)  # (123.675, 116.28, 103.53)
+IMAGENET_STD_255 = tuple(round(255 * s, 3) for s in IMAGENET_STD)  # (58.395, 57.12, 57.375)
 
 
 def pad_to(x: torch.Tensor, size: tuple[int, int], value: float) -> torch.Tensor:
@@ -29,7 +35,7 @@ class DensePreprocessor(BaseDataPreprocessor):
     evaluation batches are not.
     """
 
-    def __init__(self, mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375), size_divisor: int = 32,
+    def __init__(self, mean=IMAGENET_MEAN_255, std=IMAGENET_STD_255, size_divisor: int = 32,
                  pad_val: float = 0.0, seg_pad_val: int = IGNORE_INDEX, bgr_to_rgb: bool = False,
                  non_blocking: bool = False, size: tuple[int, int] | None = None):
         super().__init__(non_blocking)

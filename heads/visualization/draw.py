@@ -8,11 +8,6 @@ import numpy as np
 from ..io.labels import IGNORE_INDEX, INSTANCE_OFFSET
 
 
-def default_palette(num_classes: int) -> list[list[int]]:
-    """mmseg's fallback colours for classes without a palette: ``RandomState(42).randint(0, 255, (k, 3))``."""
-    return np.random.RandomState(42).randint(0, 255, size=(num_classes, 3)).tolist()
-
-
 def colorize_labels(labels: np.ndarray, palette, ignore_index: int = IGNORE_INDEX) -> np.ndarray:
     """'h w' class indices -> 'h w 3' RGB; ignored (and unknown) pixels are black."""
     palette = np.asarray(palette, dtype=np.uint8)

@@ -10,8 +10,9 @@ from mmengine.runner import BaseLoop
 
 from ..io.images import write_rgb
 from ..io.labels import IGNORE_INDEX
+from ..io.palettes import default_palette
 from ..registry import HOOKS
-from .draw import caption, colorize_depth, colorize_labels, default_palette, draw_boxes, legend, side_by_side
+from .draw import caption, colorize_depth, colorize_labels, draw_boxes, legend, side_by_side
 
 
 @HOOKS.register_module()

@@ -5,7 +5,6 @@ computation and the recipes' committed figures must clear it."""
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import cv2
@@ -23,7 +22,6 @@ from heads.registry import MODELS
 from ..reference import shared_data
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / 'tools'))
 import check_dataset as check_tool  # noqa: E402
 import depth_baseline as baseline_tool  # noqa: E402
 import train as train_tool  # noqa: E402

@@ -1,7 +1,6 @@
 """EoMT trains under the project's runner (tools/train.py on configs/eomt_vitt4_camvid_cpu.py, made small: synthetic
 scenes of 64x64): the loss over every block's predictions falls to finite values, the weights move, and
 MaskAnnealingHook drives the blocks' masked-attention probabilities by the iteration (the paper's polynomial decay)."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ def synthetic():
 @pytest.mark.slow
 def test_runner_trains_eomt_and_anneals_its_masks(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    sys.path.insert(0, str(ROOT / 'tools'))
     import train as train_tool
 
     cfg = Config.fromfile(str(ROOT / 'configs' / 'eomt_vitt4_camvid_cpu.py'))

@@ -1,7 +1,6 @@
 """configs/mask2former_vitt4_camvid_cpu.py: the DPT CPU config but for the model (what tools/compare.py --heads
 compares), fit for any backbone of the grid (a plain ViT through the simple pyramid, hierarchical stage maps as they
 are), and one training step that moves every part."""
-import sys
 from pathlib import Path
 
 import torch
@@ -15,7 +14,6 @@ CONFIGS = Path(__file__).resolve().parents[2] / 'configs'
 
 
 def test_the_config_is_the_dpt_one_but_for_the_model_and_fits_any_backbone():
-    sys.path.insert(0, str(CONFIGS.parent / 'tools'))
     from lab.benchmark.compare import check_only_backbones_differ, head_backbone_grid
     configs = {name: Config.fromfile(str(CONFIGS / f'{name}.py')) for name in ('dpt_vitt4_camvid_cpu',
                                                                                  'mask2former_vitt4_camvid_cpu')}

@@ -112,3 +112,22 @@ def test_bad_maps_are_refused_with_their_values():
         pq_stats(strip((ROAD, 5)), gt, 3)
     with pytest.raises(KeyError, match='pred_panoptic_seg'):
         PanopticQualityMetric(num_classes=3).process({}, [{'gt_panoptic_seg': {'data': gt}}])
+
+
+def test_thing_classes_are_read_as_mask_ap_reads_them():
+    """Indices and names of the dataset's classes may mix, as MaskAPMetric takes them (one reading for both:
+    heads.evaluation.classes.thing_indices); a mixed list was refused, naming its indices as unknown classes."""
+    gt = strip((ROAD, 5), (CAR, 3), (CAR + K, 3), (PERSON, 4))
+    pred = strip((ROAD, 6), (CAR, 2), (CAR + K, 3), (PERSON, 4))
+    results = {}
+    for things in (('car', 'person'), [CAR, 'person'], [CAR, PERSON]):
+        metric = PanopticQualityMetric(thing_classes=things)
+        metric.dataset_meta = META
+        metric.process({}, [sample(pred.clone(), gt)])
+        results[str(things)] = metric.compute_metrics(metric.results)
+    first, *others = results.values()
+    assert 'PQ_th' in first and all(other == first for other in others)
+    metric = PanopticQualityMetric(thing_classes=['bus'])
+    metric.dataset_meta = META
+    with pytest.raises(ValueError, match=r"thing classes \['bus'\] are not among the dataset's classes"):
+        metric.compute_metrics([])

@@ -1,4 +1,6 @@
 """Segmentor / DepthEstimator: batching, losses, inference strategies, outputs per image, Predictor."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -31,6 +33,18 @@ def test_preprocessor_normalises_and_pads_images_and_labels():
     label = out['data_samples'][1].gt_sem_seg.data[0]
     assert label.shape == (64, 96) and (label[20:] == 255).all() and (label[:20, :70] == 1).all()
     assert out['data_samples'][1].metainfo['img_shape'] == (20, 70)
+
+
+def test_imagenet_mean_and_std_on_the_0_255_scale_are_written_once():
+    """heads.models.preprocessor derives them from zoo.registry's 0-1 values; models and tools import them."""
+    from heads.models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
+    assert IMAGENET_MEAN_255 == (123.675, 116.28, 103.53) and IMAGENET_STD_255 == (58.395, 57.12, 57.375)
+    pre = heads.DensePreprocessor()
+    assert pre.mean.flatten().tolist() == torch.tensor(IMAGENET_MEAN_255).tolist()
+    root = Path(__file__).resolve().parents[2]
+    written = sorted(str(path.relative_to(root)) for folder in ('zoo', 'heads', 'tools')
+                     for path in (root / folder).rglob('*.py') if '123.675' in path.read_text(encoding='utf-8'))
+    assert written == ['heads/models/preprocessor.py'], f'ImageNet 0-255 values written again in {written}'
 
 
 def test_segmentor_losses_and_gradients():

@@ -111,8 +111,6 @@ def test_the_camvid_cpu_config_builds_and_trains_one_iteration():
 def test_the_camvid_cpu_config_is_the_dpt_one_but_for_the_model_and_fits_any_backbone():
     """tools/compare.py --heads: data, schedule and evaluation as configs/dpt_vitt4_camvid_cpu.py; each backbone of
     the grid builds (plain through the simple pyramid, hierarchical as they are), the heads sized from the neck."""
-    import sys
-    sys.path.insert(0, str(CONFIGS.parent / 'tools'))
     from lab.benchmark.compare import check_only_backbones_differ, head_backbone_grid
     configs = {name: Config.fromfile(str(CONFIGS / f'{name}.py')) for name in ('dpt_vitt4_camvid_cpu',
                                                                                  'upernet_vitt4_camvid_cpu')}

@@ -111,7 +111,7 @@ def test_foreign_backbones_and_bad_fields_are_refused_clearly(tmp_path):
 
 def test_benchmark_tool_times_depth_anything_v2_small_against_transformers(tmp_path, monkeypatch):
     """... and records the row (series benchmark.depth_anything) with every round of both sides."""
-    import benchmark  # tools/ (conftest puts it on the path)
+    import benchmark  # tools/ (on the path by pyproject.toml's pytest pythonpath)
 
     from lab.benchmark.depth_anything import COLUMNS
 

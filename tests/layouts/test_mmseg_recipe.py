@@ -548,7 +548,7 @@ def test_mmseg_recipe_trains_through_the_cli_and_says_its_effective_batch(tmp_pa
     """ADE20K samples (3 validation images, used as training data here) at the recipe's 512 crop, a 4-block
     width-32 ViT: effective batch 2 = 1 image x 2 accumulated iterations, 2 optimizer steps."""
     root = shared_data('ade20k-samples')
-    import train as train_tool  # tools/ is on the path (conftest)
+    import train as train_tool  # tools/ is on the path (pyproject.toml's pytest pythonpath)
     options = ['model.backbone.pretrained=None', f'model.backbone.embed_dim={D}', 'model.backbone.depth=4',
                f'model.backbone.num_heads={HEADS}', 'model.backbone.out_indices=[0,1,2,3]',
                'model.backbone.img_size=32', 'model.neck.hidden_channels=[8,8,16,16]',

@@ -13,7 +13,8 @@ from ..backbones import test_backbone_contract
 from ..tools import test_tools_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-#: zoo and heads from the checkout's root, lab from tools/ (where the tools and tests/conftest.py import it from)
+#: zoo and heads from the checkout's root, lab from tools/ (where the tools, and the tests by pyproject's pythonpath,
+#: import it from)
 MODULES = sorted('.'.join(p.relative_to(folder).with_suffix('').parts).removesuffix('.__init__')
                  for folder, package in ((ROOT, 'zoo'), (ROOT, 'heads'), (ROOT / 'tools', 'lab'))
                  for p in (folder / package).rglob('*.py'))

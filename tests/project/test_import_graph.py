@@ -22,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ('zoo', 'heads')
-#: package -> the folder on ``sys.path`` it is imported from (lab: tools/, first on the path of a tool and the tests)
+#: package -> the folder on ``sys.path`` it is imported from (lab: tools/, first on the path of a tool, and on the
+#: tests' by pyproject.toml's pytest ``pythonpath``)
 PACKAGES = {'zoo': ROOT, 'heads': ROOT, 'lab': ROOT / 'tools'}
 
 
@@ -149,3 +150,20 @@ def test_zoo_and_heads_import_nothing_of_lab_or_the_tools():
                 if bad:
                     found.setdefault(str(path.relative_to(ROOT)), []).extend(bad)
     assert not found, f'installed packages importing lab or tools: {found}'
+
+
+def test_datasets_import_nothing_of_visualization():
+    """Data is below pictures: a dataset's palette (its own, or :func:`heads.io.palettes.default_palette`) is data
+    that the pictures read; heads.datasets imports nothing of heads.visualization (it took its fallback palette
+    from heads.visualization.draw)."""
+    upward = {m: sorted(t for t in targets if t.startswith('heads.visualization'))
+              for m, targets in import_graph(lazy=True).items() if m.startswith('heads.datasets')}
+    assert not {m: t for m, t in upward.items() if t}
+
+
+def test_heads_io_imports_nothing_else_of_heads():
+    """heads.io (files, label values, palettes: numpy and OpenCV only, imported by tools before torch) is the bottom
+    of heads: datasets, pictures, export and tools all build on it, and it on no other part of heads."""
+    upward = {m: sorted(t for t in targets if t.startswith('heads') and not t.startswith('heads.io'))
+              for m, targets in import_graph(lazy=True).items() if m.startswith('heads.io')}
+    assert not {m: t for m, t in upward.items() if t}

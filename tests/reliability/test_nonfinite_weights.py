@@ -1,6 +1,5 @@
 """Issue 36: tools/test.py and Predictor with NaN or infinite weights (a diverged run's checkpoint) printed metrics
 and label maps (every pixel class 0). They refuse, naming the checkpoint file and the first non-finite tensor."""
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,6 @@ import heads
 from heads.models.task_checkpoint import NonFiniteWeightsError
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / 'tools'))
 import test as test_tool  # noqa: E402
 
 OPTIONS = ['test_dataloader.dataset.num_samples=1', 'test_dataloader.batch_size=1']

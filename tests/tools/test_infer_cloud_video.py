@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import cv2
-import infer  # tools/infer.py (tests/conftest.py puts tools/ on the path)
+import infer  # tools/infer.py (pyproject.toml's pytest pythonpath puts tools/ on the path)
 import numpy as np
 import pytest
 import torch

@@ -3,6 +3,7 @@ the ~10 s of importing torch, torchvision and the packages), every option says w
 help keep their lines, and the two look-up tools (list_models, print_config) answer with reference figures."""
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,23 @@ def test_tools_run_as_scripts_from_any_folder_find_their_shared_code(tmp_path):
         done = subprocess.run([sys.executable, str(ROOT / 'tools' / f'{tool}.py'), '--help'], cwd=tmp_path,
                               capture_output=True, text=True)
         assert done.returncode == 0 and 'usage:' in done.stdout, f'{tool}: {done.stderr[-500:]}'
+
+
+#: Scripts and functions that run in processes pytest does not start (torchrun's, ``python tests/kill_switch.py``),
+#: so without its ``pythonpath``: they put tools/ on their path themselves. This file's PROBE emulates a tool's start.
+OWN_PROCESSES = {'tests/kill_switch.py', 'tests/training/test_distributed.py', 'tests/training/test_fsdp.py',
+                 'tests/tools/test_tools_cli.py'}
+
+
+def test_the_tests_find_the_tools_and_lab_by_configuration(pytestconfig):
+    """pyproject.toml's pytest ``pythonpath`` puts tools/ on the tests' path, as ``python tools/X.py`` does for a
+    tool: ``import train`` and ``from lab... import`` work in any test with no test module editing ``sys.path``."""
+    assert [Path(p) for p in pytestconfig.getini('pythonpath')] == [ROOT / 'tools']
+    assert str(ROOT / 'tools') in sys.path
+    editing = sorted(str(path.relative_to(ROOT)) for path in (ROOT / 'tests').rglob('*.py')
+                     if re.search(r'sys\.path(\.insert|\[:0\]).*tools', path.read_text(encoding='utf-8'))
+                     and str(path.relative_to(ROOT)) not in OWN_PROCESSES)
+    assert not editing, f'test modules putting tools/ on sys.path themselves: {editing}'
 
 
 def parsers(parser):

@@ -11,6 +11,7 @@ import torch
 from einops import rearrange
 
 import zoo
+from heads.models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
 from heads.visualization.draw import colorize_depth
 from zoo.attention_maps import AttentionMap, record_attention, rollout
 from zoo.core import Attention
@@ -117,8 +118,7 @@ def street():
 def test_attention_tool_draws_every_family(family, street, tmp_path, monkeypatch, capsys):
     name, overrides = SMALL[family]
     monkeypatch.setattr(visualize_attention, 'load_backbone',
-                        lambda source, checkpoint: (small_backbone(family), visualize_attention.IMAGENET_MEAN,
-                                                    visualize_attention.IMAGENET_STD))
+                        lambda source, checkpoint: (small_backbone(family), IMAGENET_MEAN_255, IMAGENET_STD_255))
     picture = visualize_attention.main([name, str(street), '--size', '64', '--panel', '48', '--head', 'all',
                                         '--out', str(tmp_path / 'a.png')])
     assert (tmp_path / 'a.png').is_file() and picture.ndim == 3
@@ -231,7 +231,7 @@ def test_browse_dataset_draws_what_the_pipeline_packs(tmp_path, monkeypatch):
 def test_attention_tool_names_a_head_that_does_not_exist():
     backbone = small_backbone('vit')  # ViT-Ti: 3 heads
     maps = visualize_attention.attention_maps(backbone, np.zeros((32, 32, 3), np.uint8),
-                                              visualize_attention.IMAGENET_MEAN, visualize_attention.IMAGENET_STD)
+                                              IMAGENET_MEAN_255, IMAGENET_STD_255)
     with pytest.raises(ValueError, match=r"blocks\.0\.attn has 3 heads: --head must be 'mean', 'all' or 0\.\.2"):
         visualize_attention.head_rows(maps, list(range(len(maps))), '5', None, columns=6)
     assert len(visualize_attention.head_rows(maps, [0, 1, 2, 3], '2', 'cls', columns=3)) == 2  # 4 panels, 3 a row

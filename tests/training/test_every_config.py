@@ -7,7 +7,6 @@ model, predicts through ``heads.Predictor`` what the trained model predicts, and
 one iteration. Where a path does not apply to a kind of model, ``NOT_APPLICABLE`` says why. The time taken per
 config is printed at the end of the module."""
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_l
 from ..reporting import show
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / 'tools'))
 import test as test_tool  # noqa: E402
 import train as train_tool  # noqa: E402
 

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from heads.models.preprocessor import IMAGENET_MEAN_255, IMAGENET_STD_255
 from zoo.weights.durable import write_text_durably
 
 SIZE, LARGE = (64, 64), (128, 128)
-MEAN, STD = torch.tensor([123.675, 116.28, 103.53]), torch.tensor([58.395, 57.12, 57.375])
+MEAN, STD = torch.tensor(IMAGENET_MEAN_255), torch.tensor(IMAGENET_STD_255)
 NUM_CLASSES = 4
 POSITIONS = {'learned': dict(), 'sincos': dict(pos_embed='sincos'),
              'rope': dict(pos_embed='none', rope=dict(kind='axial', temperature=100.0)),

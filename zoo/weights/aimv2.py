@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import re
 
-from .clip import vision_tower
+from .clip import TOWER_FRAME, vision_tower
 from .io import CheckpointError
 from .layout_error import of_rank, pack_swiglu, required
 from .rename import rules
 
-_RULES = rules(r"""
-    ^vision_model\.                             ->
+_RULES = TOWER_FRAME + rules(r"""
     ^embeddings\.patch_embed\.                  -> patch_embed.proj.
     ^embeddings\.rms_norm\.                     -> patch_embed.norm.
-    ^embeddings\.position_embedding\.weight$    -> pos_embed.weight
-    ^encoder\.layers\.(\d+)\.                   -> blocks.\1.
     \.attention\.out_proj\.                     -> .attn.proj.
     \.attention\.([qkv]_proj)\.                 -> .attn.\1.
     \.rms_norm(\d)\.                            -> .norm\1.

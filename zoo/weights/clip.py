@@ -17,12 +17,16 @@ from .io import CheckpointError
 from .layout_error import fused_qkv, gather_qkv, of_rank, required
 from .rename import rename_keys, rules
 
-#: The encoder of transformers' CLIP-style vision towers (CLIP, SigLIP): names -> this project's ViT keys.
-TOWER_RULES = rules(r"""
+#: What transformers' CLIP-style vision towers (CLIP, SigLIP, AIMv2) name alike: the model's prefix (dropped), the
+#: position table and the layers. Applied first, so that the rules after it read the keys without the prefix.
+TOWER_FRAME = rules(r"""
     ^vision_model\.                             ->
-    ^embeddings\.patch_embedding\.              -> patch_embed.proj.
     ^embeddings\.position_embedding\.weight$    -> pos_embed.weight
     ^encoder\.layers\.(\d+)\.                   -> blocks.\1.
+""")
+#: The encoder of transformers' CLIP and SigLIP vision towers: names -> this project's ViT keys.
+TOWER_RULES = TOWER_FRAME + rules(r"""
+    ^embeddings\.patch_embedding\.              -> patch_embed.proj.
     \.self_attn\.out_proj\.                     -> .attn.proj.
     \.self_attn\.([qkv]_proj)\.                 -> .attn.\1.
     \.layer_norm(\d)\.                          -> .norm\1.

@@ -9,12 +9,10 @@ a core on a busy machine). Ours is built, loads timm's state dict and takes the 
 import argparse
 import time
 
-import timm
 import torch
+from timm_pair import timm_pair  # this folder's: a script's folder is first on sys.path
 
-import zoo
 from zoo.profiling import interleaved_rounds, median
-from zoo.runtime import apply_kernel_policy
 
 
 def main() -> None:
@@ -24,11 +22,7 @@ def main() -> None:
     parser.add_argument('--size', type=int, default=224)
     parser.add_argument('--rounds', type=int, default=10)
     args = parser.parse_args()
-    torch.manual_seed(0)
-    ours = zoo.create_classifier(args.name).eval()
-    apply_kernel_policy(ours)
-    ref = timm.create_model(args.name, pretrained=False).eval()
-    zoo.load_pretrained(ours, ref.state_dict())
+    ours, ref = timm_pair(args.name)
     x = torch.randn(args.batch, 3, args.size, args.size)
 
     def timed(model):

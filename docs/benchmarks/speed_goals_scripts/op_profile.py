@@ -11,13 +11,11 @@ input shape (call counts per forward).
 import argparse
 import collections
 
-import timm
 import torch
+from timm_pair import timm_pair  # this folder's: a script's folder is first on sys.path
 from torch.profiler import ProfilerActivity, profile
 
-import zoo
 from zoo.profiling import median
-from zoo.runtime import apply_kernel_policy
 
 
 def main() -> None:
@@ -28,11 +26,7 @@ def main() -> None:
     parser.add_argument('--top', type=int, default=20, help='rows of the per-op table')
     parser.add_argument('--shapes', default='', help='comma-separated op names to break down by input shape')
     args = parser.parse_args()
-    torch.manual_seed(0)
-    ours = zoo.create_classifier(args.name).eval()
-    apply_kernel_policy(ours)
-    ref = timm.create_model(args.name, pretrained=False).eval()
-    zoo.load_pretrained(ours, ref.state_dict())
+    ours, ref = timm_pair(args.name)
     x = torch.randn(args.batch, 3, 224, 224)
     models = {'ours': ours, 'timm': ref}
     keep = set(filter(None, args.shapes.split(',')))

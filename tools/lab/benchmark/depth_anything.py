@@ -5,17 +5,14 @@ seconds and peak memory, interleaved rounds (ours, reference, reference, ours, .
 from __future__ import annotations
 
 import tempfile
-from functools import partial
 from pathlib import Path
 
 import torch
 
 from heads.hf.folder import from_pretrained_hf
-from zoo.profiling import interleaved_rounds, median, seconds_of
 from zoo.runtime import apply_kernel_policy
 
-from .op_profile import op_profile, profile_table
-from .reference import peaks_of
+from .reference import paired_cells
 
 COLUMNS = ['model', 'batch', 'size', 'ours_s', 'hf_s', 'time_ratio', 'ours_peak_MiB', 'hf_peak_MiB', 'memory_ratio',
            'max_abs_diff']
@@ -51,16 +48,9 @@ def benchmark_depth_anything(encoder: str, batch: int, size: int, rounds: int, d
     calls = [lambda: ours(x, mode='tensor'), lambda: ref(pixel_values=x).predicted_depth]
     with torch.inference_mode():
         outputs = [call() for call in calls]  # also the warm-up
-        times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
-        peaks = peaks_of(calls, x.device)
-        if profile_runs:
-            report_profile(f"Depth Anything V2 {encoder}, forward, batch {batch}, {size}x{size}, self CPU time per run "
-                           f"({profile_runs} runs each):\n" + profile_table(*op_profile(calls, profile_runs),
-                                                                            names=('ours', 'transformers')))
-    row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, 'ours_s': median(times[0]),
-           'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
-           'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],
-           'max_abs_diff': (outputs[0][:, 0] - outputs[1]).abs().max().item(), 'ours_rounds': times[0],
-           'hf_rounds': times[1]}
+        title = f"Depth Anything V2 {encoder}, forward, batch {batch}, {size}x{size}"
+        cells, times = paired_cells(calls, x.device, rounds, profile_runs, title, report_profile)
+    row = {'model': f'Depth Anything V2 {encoder}', 'batch': batch, 'size': size, **cells,
+           'max_abs_diff': (outputs[0][:, 0] - outputs[1]).abs().max().item(), **times}
     report(row)
     return row

@@ -152,26 +152,36 @@ def benchmark_dpt(batch: int, size: int, rounds: int, device: str, checkpointing
         with torch.set_grad_enabled(grad):
             for call in calls:  # warm-up
                 call()
-            times = interleaved_rounds([partial(seconds_of, call, x.device) for call in calls], rounds)
-            peaks = peaks_of(calls, x.device)
-            if profile_runs:
-                report_profile(f"DPT {label}, batch {batch}, {size}x{size}, self CPU time per run ({profile_runs} "
-                               f"runs each):\n" + profile_table(*op_profile(calls, profile_runs),
-                                                                names=('ours', 'transformers')))
-        rows.append({'pass': label, 'batch': batch, 'size': size, 'ours_s': median(times[0]),
-                     'hf_s': median(times[1]), 'time_ratio': median([o / r for o, r in zip(*times)]),
-                     'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1],
-                     'ours_rounds': times[0], 'hf_rounds': times[1]})
+            title = f"DPT {label}, batch {batch}, {size}x{size}"
+            cells, times = paired_cells(calls, x.device, rounds, profile_runs, title, report_profile)
+        rows.append({'pass': label, 'batch': batch, 'size': size, **cells, **times})
         report(rows[-1])
     if checkpointing:
         set_grad_checkpointing(ours.backbone)
         with peak_memory(x.device) as mem:
             seconds = seconds_of(lambda: train_step(ours, x, False, optimizers[0]), x.device)
+        reference_peak = rows[-1]['hf_peak_MiB']  # the training step's
         rows.append({'pass': 'training step, activation checkpointing', 'batch': batch, 'size': size,
-                     'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'], 'memory_ratio': mem['peak_mib'] / peaks[1],
-                     'ours_rounds': [seconds]})
+                     'ours_s': seconds, 'ours_peak_MiB': mem['peak_mib'],
+                     'memory_ratio': mem['peak_mib'] / reference_peak, 'ours_rounds': [seconds]})
         report(rows[-1])
     return rows
+
+
+def paired_cells(calls, device, rounds: int, profile_runs: int = 0, title: str = '',
+                 report_profile=lambda text: None) -> tuple[dict, dict]:
+    """Ours against the reference, ``calls`` = [ours, reference] (warmed up): seconds (median over interleaved
+    rounds), peak memory and their ratios; the rounds (``ours_rounds``, ``hf_rounds``) apart. With ``profile_runs``
+    the operator profiles side by side (:mod:`.op_profile`) to ``report_profile``, headed by ``title``."""
+    times = interleaved_rounds([partial(seconds_of, call, device) for call in calls], rounds)
+    peaks = peaks_of(calls, device)
+    if profile_runs:
+        report_profile(f"{title}, self CPU time per run ({profile_runs} runs each):\n" +
+                       profile_table(*op_profile(calls, profile_runs), names=('ours', 'transformers')))
+    cells = {'ours_s': median(times[0]), 'hf_s': median(times[1]),
+             'time_ratio': median([o / r for o, r in zip(*times)]),
+             'ours_peak_MiB': peaks[0], 'hf_peak_MiB': peaks[1], 'memory_ratio': peaks[0] / peaks[1]}
+    return cells, {'ours_rounds': times[0], 'hf_rounds': times[1]}
 
 
 def peaks_of(calls, device) -> list[float]:
