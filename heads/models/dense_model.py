@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from fractions import Fraction
 from functools import partial
 
 import torch
@@ -74,8 +75,10 @@ class DenseModel(TaskModel):
     @property
     def input_multiple(self) -> int:
         """What input height and width must be multiples of: the backbone's multiple and every neck level's stride
-        (fusion adds each level to the x2 upsampled coarser one)."""
-        return math.lcm(self.backbone.input_multiple, *self.neck.level_strides)
+        (fusion adds each level to the x2 upsampled coarser one). A fractional stride p/q (3.5 = 7/2 for a patch-14
+        encoder's x4 level) divides a side into whole pixels where p does."""
+        numerators = (Fraction(stride).limit_denominator(64).numerator for stride in self.neck.level_strides)
+        return math.lcm(self.backbone.input_multiple, *numerators)
 
     @property
     def coarsest_stride(self) -> int:

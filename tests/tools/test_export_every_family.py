@@ -7,7 +7,7 @@ that take every path); a size the model cannot be traced at is refused in one li
 Full depth is slow: wall-clock on a shared 2-core machine (load ~9), default size: Swin-T 12 min, CoAtNet-0 7 min,
 CrossViT-Ti 2.7 min, the others 15-105 s each. Square, the cut models (one process, one thread, 2-core
 AVX-512 EPYC, load ~1, 2026-12-05): CoAtNet 25 s (62 at full depth), CrossViT 50 (57), LeViT 23 (36), CvT 15
-(34), PiT 15 (24); Swin (2,2,2,2) 141 s at load ~3 (full depth 122 s in CI)."""
+(34), PiT 15 (24); Swin's square trace is test_export_families.py's Swin-T case."""
 import pytest
 import torch
 
@@ -91,15 +91,15 @@ def test_the_tool_exports_the_smallest_variant_of_every_family_at_its_default_si
 # families whose graphs compute sizes of their own (strided grids, windows, pooled stages, branch grids), traced at
 # a square size too: a graph must not depend on the trace being square. Those sizes are computed once a stage (its
 # downsampling, windows, pooling, branch grids), never once a block, so every stage is kept at its fewest blocks
-# that take every path: one, two for Swin (its odd blocks shift the windows and build the region mask). The
-# default-size test above exports each at full depth (at full depth the six took 8 min on an AVX-512 EPYC).
+# that take every path: one. The default-size test above exports each at full depth (at full depth the six took 8 min
+# on an AVX-512 EPYC). Swin's square trace (two blocks a stage: its odd blocks shift the windows and build the region
+# mask) is tests/tools/test_export_families.py's Swin-T case, checked there at three non-square sizes.
 SQUARE = {
     'coatnet': {'depths': [1, 1, 1, 1]},
     'crossvit': {'depths': [[1, 1, 0]] * 3},
     'cvt': {'depths': [1, 1, 1]},
     'levit': {'depths': [1, 1, 1]},
     'pit': {'depths': [1, 1, 1]},
-    'swin': {'depths': [2, 2, 2, 2]},
 }
 
 
