@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.core import Attention, Block, FusedQKV, SeparateQKV, ShiftedWindowAttention
+from zoo.core import Attention, Block, FusedQKV, SeparateQKV, ShiftedWindowAttention, vit_parts
 
 
 def reference_attention(x, attn: Attention, scale=None, bias=None, num_queries=None):
@@ -136,7 +136,7 @@ def test_block_has_one_norm_placement_option():
     params = inspect.signature(Block.__init__).parameters
     assert 'norm_placement' in params and 'post_norm' not in params
     with pytest.raises(ValueError, match="norm_placement must be one of 'pre', 'post', 'res_post'"):
-        Block(16, 2, norm_placement='sandwich')
+        Block(16, **vit_parts(16, 2), norm_placement='sandwich')
 
 
 def test_no_family_switches_sdpa_off_after_construction():

@@ -29,6 +29,7 @@ from ..core import (
     DropPath,
     FusedQKV,
     LayerNorm6,
+    Mlp,
     RelPosBias,
     RelPosMlp,
     activate,
@@ -148,7 +149,7 @@ class PooledBlock(Block):
 
     def __init__(self, in_dim: int, dim: int, attn: Attention, pool: str, shortcut_bias: bool,
                  drop_path: float = 0.0):
-        super().__init__(dim, attn.num_heads, attn=attn, drop_path=drop_path)
+        super().__init__(dim, attn, Mlp(dim, 4 * dim), drop_path=drop_path)
         self.norm1 = LayerNorm6(in_dim)
         self.shortcut = Downsample(in_dim, dim, pool, bias=shortcut_bias)
         self.pool = Downsample(in_dim, pool=pool)
@@ -181,7 +182,7 @@ class TransformerStage(nn.Module):
         if rel_pos not in ('bias', 'mlp'):
             raise ValueError(f"rel_pos must be 'bias' or 'mlp', got {rel_pos!r}")
         first = PooledBlock(in_dim, dim, attention(in_dim), pool, shortcut_bias, drop_paths[0])
-        rest = [Block(dim, dim // HEAD_DIM, attn=attention(dim), norm_layer=LayerNorm6, drop_path=rate)
+        rest = [Block(dim, attention(dim), Mlp(dim, 4 * dim), norm_layer=LayerNorm6, drop_path=rate)
                 for rate in drop_paths[1:depth]]
         self.blocks = nn.ModuleList([first, *rest])
 
