@@ -159,7 +159,7 @@ class PooledBlock(Block):
         shortcut = rearrange(self.shortcut(rearrange(x, 'b (h w) c -> b c h w', h=h, w=w)), 'b d h w -> b (h w) d')
         pooled = self.pool(rearrange(self.norm1(x), 'b (h w) c -> b c h w', h=h, w=w))
         out = self.attn(rearrange(pooled, 'b c h w -> b (h w) c'), grid=tuple(pooled.shape[-2:]),
-                        return_attn=return_attn, **({} if mask is None else {'mask': mask}))
+                        mask=mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         return shortcut + self.drop_path1(out), attn
 

@@ -49,9 +49,8 @@ class Block(Checkpointable):
         """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``). ``mask``, when given,
         goes to the attention as it is (:class:`zoo.core.Attention`'s: bool, True = may attend, or additive float,
         broadcastable to 'b heads n n': EoMT's queries attend only inside their predicted masks, NaFlex's padding
-        is attended by nothing); attention parts that make their own mask (Swin's shifted windows) take none."""
-        masked = {} if mask is None else {'mask': mask}  # subclasses' residuals without a mask are never given one
-        x, attn = self._attention_residual(x, grid, return_attn, **masked)
+        is attended by nothing); Swin's shifted windows merge it with the mask of their shift regions."""
+        x, attn = self._attention_residual(x, grid, return_attn, mask)
         if self.norm_placement == 'post':
             x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
         elif self.norm_placement == 'res_post':
@@ -63,8 +62,7 @@ class Block(Checkpointable):
     def _attention_residual(self, x, grid, return_attn, mask=None):
         # A function of its own so that the branch output is freed before the MLP runs.
         placement = self.norm_placement
-        masked = {} if mask is None else {'mask': mask}  # nor attentions without one
-        out = self.attn(self.norm1(x) if placement == 'pre' else x, grid=grid, return_attn=return_attn, **masked)
+        out = self.attn(self.norm1(x) if placement == 'pre' else x, grid=grid, mask=mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         x = x + self.drop_path1(self.ls1(self.norm1(out) if placement == 'res_post' else out))
         return (self.norm1(x) if placement == 'post' else x), attn
