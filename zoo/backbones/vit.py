@@ -11,6 +11,7 @@ from torch import nn
 
 from ..contract import Backbone, Taps
 from ..core import AttentionPool, init_linear
+from ..core.grid import TokenGrid
 from ..core.pooling import ProbePool
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .common import drop_path_rates, pair, select_taps
@@ -80,13 +81,14 @@ class ViTEncoder(nn.Module):
         return self.prefix.names
 
     def embed(self, x: torch.Tensor):
-        """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
+        """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w), a
+        :class:`zoo.core.grid.TokenGrid` carrying what the blocks compute once per forward (the rotary tables)."""
         check_images(self, x)
         if self.drop_remainder:  # 'b c H W -> b c (h p) (w p)': the untiled last rows / columns go
             p = self.patch_size
             x = x[..., :x.shape[-2] // p * p, :x.shape[-1] // p * p]
         x, grid = self.patch_embed(x)
-        return self.add_prefix_and_positions(x, grid), grid
+        return self.add_prefix_and_positions(x, grid), TokenGrid(grid)
 
     def add_prefix_and_positions(self, x: torch.Tensor, grid) -> torch.Tensor:
         """Patch tokens 'b (h w) d' -> 'b (p + h w) d': prefix tokens prepended, positions added, dropout, then the
