@@ -96,6 +96,8 @@ def parameter_hints(cls) -> dict[str, Any]:
         for p in parameters:
             if p.name in resolved and p.name not in hints and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 hints[p.name] = resolved[p.name]
+        for name, hint in vars(klass).get('options_accepted', {}).items():  # what its ``**kwargs`` take
+            hints.setdefault(name, hint)
         if not any(p.kind == p.VAR_KEYWORD for p in parameters):
             break
     return hints
@@ -114,8 +116,9 @@ def wrong_types(cls, options: dict) -> list[tuple[str, str]]:
 def accepted_options(cls: type, kwargs_accepted: Mapping[type, frozenset] | None = None) -> set[str] | None:
     """The keyword arguments ``cls(...)`` accepts, following ``**kwargs`` handed on to ``super().__init__`` up its
     bases (``nn.Module`` and ``object`` take none); None when a class takes ``**kwargs`` that go elsewhere (they are
-    checked where they go), as its source shows. ``kwargs_accepted``: for classes whose ``**kwargs`` go somewhere
-    known, the keys taken there."""
+    checked where they go), as its source shows, unless the class lists the names its ``**kwargs`` take in a mapping
+    ``options_accepted`` (name -> type; :func:`parameter_hints` reads their types). ``kwargs_accepted``: for classes
+    whose ``**kwargs`` go somewhere known, the keys taken there."""
     keys: set[str] = set()
     for klass in cls.__mro__:
         if klass in (object, nn.Module):
@@ -127,6 +130,8 @@ def accepted_options(cls: type, kwargs_accepted: Mapping[type, frozenset] | None
         keys |= {p.name for p in params if p.name != 'self' and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             return keys
+        if 'options_accepted' in vars(klass):  # the class lists what its own ``**kwargs`` take
+            return keys | set(vars(klass)['options_accepted'])
         if kwargs_accepted and klass in kwargs_accepted:
             return keys | set(kwargs_accepted[klass])
         try:

@@ -15,7 +15,7 @@ from torch import nn
 
 import zoo
 from zoo.backbones.vit import ViTEncoder
-from zoo.core import Block, NoWeightDecay, init_linear, sincos_2d
+from zoo.core import Block, NoWeightDecay, init_linear, sincos_2d, vit_parts
 
 from ..registry import MODELS
 from .task_model import TaskModel
@@ -73,7 +73,7 @@ class MAEPretrainer(NoWeightDecay, TaskModel):
         self.encoder_norm = nn.LayerNorm(dim, eps=1e-6)
         self.decoder_embed = nn.Linear(dim, decoder_dim)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, decoder_dim))
-        self.decoder_blocks = nn.ModuleList(Block(decoder_dim, decoder_heads, 4.0, qkv_bias=True)
+        self.decoder_blocks = nn.ModuleList(Block(decoder_dim, **vit_parts(decoder_dim, decoder_heads))
                                             for _ in range(decoder_depth))
         self.decoder_norm = nn.LayerNorm(decoder_dim, eps=1e-6)
         self.decoder_pred = nn.Linear(decoder_dim, self.patch * self.patch * 3)

@@ -118,5 +118,5 @@ def test_a_damaged_transformers_file_names_the_key_and_the_fix():
 
 
 def test_an_unknown_norm_kind_is_named():
-    with pytest.raises(ValueError, match=r"norm must be one of \['layer', 'rms'\], got 'batch'"):
+    with pytest.raises(ValueError, match=r"norm must be one of 'layer', 'rms', got 'batch'"):
         zoo.create_backbone('aimv2_large_patch14_224', depth=1, embed_dim=32, num_heads=2, norm='batch')

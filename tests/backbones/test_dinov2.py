@@ -126,7 +126,8 @@ def test_dinov2_resampling_follows_its_offset_formula():
 def test_giant_uses_swiglu_with_dinov2_widths():
     variant = zoo.registry.get_variant('vit_giant_patch14_dinov2')
     args = variant.kwargs
-    assert args['swiglu'] and int(args['embed_dim'] * args['mlp_ratio']) == 4096  # (int(6144 * 2 / 3) + 7) // 8 * 8
+    assert args['spec'].block.mlp.kind == 'swiglu'
+    assert int(args['embed_dim'] * args['mlp_ratio']) == 4096  # (int(6144 * 2 / 3) + 7) // 8 * 8
     block = zoo.create_backbone('vit_small_patch14_dinov2', depth=1, out_indices=(0,), swiglu=True,
                                 mlp_ratio=args['mlp_ratio'], embed_dim=48, num_heads=2).blocks[0]
     assert isinstance(block.mlp.act, nn.SiLU) and block.mlp.fc1.out_features == 2 * int(48 * args['mlp_ratio'])

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import zoo
-from zoo.core import Attention, Block, RelPosMlp, no_weight_decay_of
+from zoo.core import Attention, Block, RelPosMlp, no_weight_decay_of, vit_parts
 from zoo.core.similarity import CosineSimilarity
 from zoo.core.windows import fit_window
 from zoo.profiling import count_macs, count_params
@@ -204,12 +204,12 @@ def test_cosine_similarity_is_the_formula_on_both_paths():
 
 def test_residual_post_norm_block_is_the_formula():
     torch.manual_seed(0)
-    block = Block(16, 2, norm_layer=torch.nn.LayerNorm, norm_placement='res_post').eval()
+    block = Block(16, **vit_parts(16, 2), norm_layer=torch.nn.LayerNorm, norm_placement='res_post').eval()
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
         mid = x + block.norm1(block.attn(x))
         torch.testing.assert_close(block(x), mid + block.norm2(block.mlp(mid)))
-        assert Block(16, 2).norm_placement == 'pre'
+        assert Block(16, **vit_parts(16, 2)).norm_placement == 'pre'
 
 
 @pytest.mark.parametrize('window,pretrained', [((8, 8), None), ((16, 16), (12, 12)), ((5, 7), None)])

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import zoo
-from zoo.core import Attention, Block, FusedQKV, SeparateQKV, ShiftedWindowAttention
+from zoo.core import Attention, Block, FusedQKV, SeparateQKV, ShiftedWindowAttention, vit_parts
 
 
 def reference_attention(x, attn: Attention, scale=None, bias=None, num_queries=None):
@@ -129,14 +129,38 @@ def test_attention_takes_parts_not_family_flags():
     assert len(params) <= 9, params
     assert not {'similarity', 'head_dim', 'out_dim', 'qkv_bias'} & set(params), params
     assert 'num_queries' not in inspect.signature(Attention.forward).parameters  # a SeparateQKV part's
-    assert 'mask' not in inspect.signature(ShiftedWindowAttention.forward).parameters  # it makes its own
+    swa = inspect.signature(ShiftedWindowAttention.forward).parameters  # honours a mask (merged with its own)
+    assert list(swa) == list(inspect.signature(Attention.forward).parameters)
+
+
+@pytest.mark.parametrize('mask_dtype', [torch.bool, torch.float32])
+def test_window_attention_cuts_a_token_mask_into_its_windows(mask_dtype):
+    """Windows of 2x2 on a 4x6 map, not shifted: the attention with a token mask is the plain attention with that
+    mask and the same-window mask; an all-allowed mask changes nothing, shifted and padded (a 5x6 map) too."""
+    torch.manual_seed(0)
+    swa = ShiftedWindowAttention(16, 2, (2, 2)).eval()
+    x, grid = torch.randn(2, 24, 16), (4, 6)
+    allowed = torch.rand(2, 1, 24, 24) > 0.4
+    allowed |= torch.eye(24, dtype=torch.bool)  # every query may attend to something
+    rows, cols = torch.arange(24) // 6, torch.arange(24) % 6
+    window = (rows // 2) * 3 + cols // 2
+    same = window[:, None] == window[None, :]
+    to_mask = (lambda m: m) if mask_dtype == torch.bool else \
+        (lambda m: torch.zeros(m.shape).masked_fill(~m, float('-inf')))
+    with torch.no_grad():
+        want = Attention.forward(swa, x, grid, mask=to_mask(allowed & same))
+        torch.testing.assert_close(swa(x, grid, mask=to_mask(allowed)), want, atol=1e-5, rtol=1e-5)
+        shifted = ShiftedWindowAttention(16, 2, (2, 2), shifted=True).eval()
+        y = torch.randn(2, 30, 16)
+        everything = torch.ones(1, 1, 30, 30, dtype=torch.bool)
+        torch.testing.assert_close(shifted(y, (5, 6), mask=to_mask(everything)), shifted(y, (5, 6)))
 
 
 def test_block_has_one_norm_placement_option():
     params = inspect.signature(Block.__init__).parameters
     assert 'norm_placement' in params and 'post_norm' not in params
     with pytest.raises(ValueError, match="norm_placement must be one of 'pre', 'post', 'res_post'"):
-        Block(16, 2, norm_placement='sandwich')
+        Block(16, **vit_parts(16, 2), norm_placement='sandwich')
 
 
 def test_no_family_switches_sdpa_off_after_construction():

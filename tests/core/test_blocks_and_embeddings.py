@@ -5,11 +5,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.core import Block, DropPath, LearnedPosEmbed, PatchEmbed, PrefixTokens, resample_grid_embed, sincos_2d
+from zoo.core import (
+    Block,
+    DropPath,
+    LearnedPosEmbed,
+    PatchEmbed,
+    PrefixTokens,
+    resample_grid_embed,
+    sincos_2d,
+    vit_parts,
+)
 
 
 def test_pre_ln_block_is_the_residual_formula():
-    block = Block(16, 2, init_values=0.5).eval()
+    block = Block(16, **vit_parts(16, 2), init_values=0.5).eval()
     x = torch.randn(2, 5, 16)
     y = x + 0.5 * block.attn(block.norm1(x))
     expected = y + 0.5 * block.mlp(block.norm2(y))
@@ -17,7 +26,7 @@ def test_pre_ln_block_is_the_residual_formula():
 
 
 def test_post_ln_block_normalises_after_each_residual():
-    block = Block(16, 2, norm_placement='post').eval()
+    block = Block(16, **vit_parts(16, 2), norm_placement='post').eval()
     x = torch.randn(2, 5, 16)
     y = F.layer_norm(x + block.attn(x), (16,), block.norm1.weight, block.norm1.bias, eps=1e-6)
     expected = F.layer_norm(y + block.mlp(y), (16,), block.norm2.weight, block.norm2.bias, eps=1e-6)
@@ -25,7 +34,7 @@ def test_post_ln_block_normalises_after_each_residual():
 
 
 def test_block_returns_attention_weights_of_its_layer():
-    block = Block(16, 2).eval()
+    block = Block(16, **vit_parts(16, 2)).eval()
     x = torch.randn(1, 4, 16)
     out, attn = block(x, return_attn=True)
     _, expected = block.attn(block.norm1(x), return_attn=True)
@@ -46,7 +55,7 @@ def test_drop_path_drops_whole_samples_and_rescales():
 
 def test_stack_of_four_blocks_keeps_shapes_and_gradients_reach_the_patch_embedding():
     embed = PatchEmbed(8, 3, 32)
-    blocks = torch.nn.Sequential(*[Block(32, 4, drop_path=0.1, init_values=1e-5) for _ in range(4)])
+    blocks = torch.nn.Sequential(*[Block(32, **vit_parts(32, 4), drop_path=0.1, init_values=1e-5) for _ in range(4)])
     tokens, grid = embed(torch.randn(2, 3, 24, 40))
     assert grid == (3, 5) and tokens.shape == (2, 15, 32)
     out = blocks(tokens)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import zoo.core.rope as rope_module
+from zoo.core.grid import TokenGrid
 from zoo.core.rope import AxialRope, DINOv3Rope, MixedRope, turn_halves, turn_pairs
 
 ROPES = {
@@ -111,13 +112,34 @@ def test_kernels_turn_a_pair_by_hand():
     torch.testing.assert_close(got, want)
 
 
-def test_tables_are_cached_per_grid_prefix_and_shared_by_equal_ropes():
+def test_tables_are_computed_once_per_forward_and_shared_by_equal_ropes():
+    """The forward's TokenGrid carries the tables (per prefix length and settings); nothing module-global keeps them
+    between forwards (issue 53: they lived in a module-level LRU cache)."""
     first, second = AxialRope(16, temperature=100.0), AxialRope(16, temperature=100.0)
-    tables = first.kernel_tables((3, 5), 'cpu', 1)
-    assert second.kernel_tables((3, 5), 'cpu', 1)[0] is tables[0]
-    assert first.kernel_tables((3, 5), 'cpu', 2)[0].shape == (1, 2 + 15, 8)
-    assert first.kernel_tables((5, 3), 'cpu', 1)[0] is not tables[0]
-    assert AxialRope(16, temperature=10.0).kernel_tables((3, 5), 'cpu', 1)[0] is not tables[0]
+    grid = TokenGrid((3, 5))
+    tables = first.kernel_tables(grid, 'cpu', 1)
+    assert second.kernel_tables(grid, 'cpu', 1)[0] is tables[0]
+    assert first.kernel_tables(grid, 'cpu', 2)[0].shape == (1, 2 + 15, 8)
+    assert AxialRope(16, temperature=10.0).kernel_tables(grid, 'cpu', 1)[0] is not tables[0]
+    assert first.kernel_tables(TokenGrid((3, 5)), 'cpu', 1)[0] is not tables[0]  # the next forward's own
+    assert first.kernel_tables((3, 5), 'cpu', 1)[0] is not first.kernel_tables((3, 5), 'cpu', 1)[0]  # a plain grid
+    torch.testing.assert_close(first.kernel_tables((3, 5), 'cpu', 1)[0], tables[0])
     mixed = MixedRope(16, num_heads=2)  # learned frequencies: new tables on every call, differentiable
-    assert mixed.kernel_tables((3, 5), 'cpu', 1)[0] is not mixed.kernel_tables((3, 5), 'cpu', 1)[0]
-    assert mixed.kernel_tables((3, 5), 'cpu', 1)[0].requires_grad
+    assert mixed.kernel_tables(grid, 'cpu', 1)[0] is not mixed.kernel_tables(grid, 'cpu', 1)[0]
+    assert mixed.kernel_tables(grid, 'cpu', 1)[0].requires_grad
+    assert not [name for name, value in vars(rope_module).items() if isinstance(value, dict) and not
+                name.startswith('__')]
+
+
+def test_a_vit_forward_computes_its_rope_tables_once_for_all_blocks(monkeypatch):
+    import zoo
+    model = zoo.create_backbone('vit_small_patch16_dinov3', depth=3, embed_dim=48, num_heads=2, img_size=32,
+                                out_indices=(2,)).eval()
+    calls = []
+    build = rope_module._Rope._kernel_tables
+    monkeypatch.setattr(rope_module._Rope, '_kernel_tables', lambda self, *a: calls.append(a) or build(self, *a))
+    with torch.no_grad():
+        model(torch.randn(1, 3, 32, 32))
+        assert len(calls) == 1
+        model(torch.randn(1, 3, 32, 48))
+    assert len(calls) == 2 and calls[1][0] == (2, 3)

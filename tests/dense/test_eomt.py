@@ -10,7 +10,7 @@ import zoo
 from heads.models.eomt import EoMT
 from heads.models.eomt_parts import MaskAnnealingHook, annealing_steps, mask_probability
 from heads.registry import MODELS
-from zoo.core import Block
+from zoo.core import Block, vit_parts
 from zoo.core.execution import set_fused_attention
 
 from ..reference import perturb_, save_safetensors
@@ -21,7 +21,7 @@ def test_block_mask_keeps_token_groups_apart(fused):
     """A block-diagonal mask makes one block on [a, b] equal the block on a and on b apart (norms and MLP are
     per token), on SDPA and on the explicit path; a float mask of 0 / -inf is the same mask."""
     torch.manual_seed(0)
-    block = set_fused_attention(perturb_(Block(16, 2, init_values=0.5)).eval(), fused)
+    block = set_fused_attention(perturb_(Block(16, **vit_parts(16, 2), init_values=0.5)).eval(), fused)
     a, b = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
     allowed = torch.zeros(8, 8, dtype=torch.bool)
     allowed[:3, :3] = allowed[3:, 3:] = True

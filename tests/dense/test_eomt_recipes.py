@@ -121,8 +121,8 @@ def test_recipe_resolves_to_eomts_values_key_by_key():
     assert annealing_steps(4, cfg.train_cfg.max_iters, hooks[0].get('windows')) == ANNEALING
     from zoo.registry import get_variant  # DINOv2-L: 24 blocks of width 1024, 16 heads, 4 registers, LayerScale
     args = get_variant(cfg.model.backbone.name).kwargs
-    assert {k: args[k] for k in ('embed_dim', 'depth', 'num_heads', 'reg_tokens')} == \
-        dict(embed_dim=1024, depth=24, num_heads=16, reg_tokens=4) and args['init_values'] is not None
+    assert {k: args[k] for k in ('embed_dim', 'depth', 'num_heads')} == dict(embed_dim=1024, depth=24, num_heads=16)
+    assert args['spec'].prefix.registers == 4 and args['spec'].block.layer_scale is not None  # its spec of parts
 
 
 # ---------------------------------------------------------------------------------------------- COCO panoptic

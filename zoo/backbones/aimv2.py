@@ -18,10 +18,14 @@ from __future__ import annotations
 
 from ..registry import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
 from .vit import VIT
+from .vit_spec import AttentionSpec, BlockSpec, EncoderSpec, MlpSpec, PatchSpec, PrefixSpec
 
-AIMV2_OPTIONS = dict(patch_size=14, class_token=False, qkv_bias=False, proj_bias=False, swiglu=True, norm='rms',
-                     patch_norm=True, norm_eps=1e-5, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD, num_classes=0,
-                     head=dict(global_pool='avg', fc_norm=False))
+#: RMSNorm everywhere and on the patch tokens, no class token, no biases in the blocks, SwiGLU MLPs
+AIMV2_SPEC = EncoderSpec(patch=PatchSpec(norm=True), prefix=PrefixSpec(cls=False), norm='rms', norm_eps=1e-5,
+                         block=BlockSpec(attn=AttentionSpec(qkv='fused_no_bias', proj='no_bias'),
+                                         mlp=MlpSpec(kind='swiglu', bias=False)))
+_PRETRAINED = dict(patch_size=14, mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD, num_classes=0,
+                   head=dict(global_pool='avg', fc_norm=False))
 AIMV2_SIZES = {
     'large': dict(embed_dim=1024, depth=24, num_heads=8, mlp_ratio=2.75),
     'huge': dict(embed_dim=1536, depth=24, num_heads=12, mlp_ratio=2.6667),
@@ -30,4 +34,4 @@ AIMV2_SIZES = {
 }
 for _size, _dims in AIMV2_SIZES.items():
     for _res in (224, 336, 448):
-        register_variant(f'aimv2_{_size}_patch14_{_res}', VIT, input_size=_res, **AIMV2_OPTIONS, **_dims)
+        register_variant(f'aimv2_{_size}_patch14_{_res}', VIT, input_size=_res, spec=AIMV2_SPEC, **_PRETRAINED, **_dims)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from ..registry import HALF_MEAN, HALF_STD, OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
 from .vit import VIT, VIT_SIZES
+from .vit_spec import BlockSpec, EncoderSpec, MlpSpec, PatchSpec
 
-CLIP_OPTIONS = dict(pre_norm=True, norm_eps=1e-5, patch_bias=False, class_token=True)
+#: a LayerNorm before the blocks (eps 1e-5), no patch-embedding bias, a class token
+CLIP_SPEC = EncoderSpec(patch=PatchSpec(bias=False), pre_norm=True, norm_eps=1e-5)
+CLIP_QUICKGELU_SPEC = CLIP_SPEC.replace(block=BlockSpec(mlp=MlpSpec(act='quick_gelu')))
 CLIP_SIZES = {
     'xsmall': dict(embed_dim=256, depth=10, num_heads=4),
     'medium': dict(embed_dim=512, depth=12, num_heads=8),
@@ -60,4 +63,4 @@ _HALF = ('vit_large_patch14_clip_224', 'vit_large_patch14_clip_336')
 for _name, (_size, _patch, _res, _classes) in _CLIP_VITS.items():
     _mean, _std = (HALF_MEAN, HALF_STD) if _name in _HALF else (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD)
     register_variant(_name, VIT, mean=_mean, std=_std, input_size=_res, num_classes=_classes, patch_size=_patch,
-                     act='quick_gelu' if '_quickgelu_' in _name else 'gelu', **CLIP_OPTIONS, **CLIP_SIZES[_size])
+                     spec=CLIP_QUICKGELU_SPEC if '_quickgelu_' in _name else CLIP_SPEC, **CLIP_SIZES[_size])

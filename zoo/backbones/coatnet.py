@@ -29,6 +29,7 @@ from ..core import (
     DropPath,
     FusedQKV,
     LayerNorm6,
+    Mlp,
     RelPosBias,
     RelPosMlp,
     activate,
@@ -148,7 +149,7 @@ class PooledBlock(Block):
 
     def __init__(self, in_dim: int, dim: int, attn: Attention, pool: str, shortcut_bias: bool,
                  drop_path: float = 0.0):
-        super().__init__(dim, attn.num_heads, attn=attn, drop_path=drop_path)
+        super().__init__(dim, attn, Mlp(dim, 4 * dim), drop_path=drop_path)
         self.norm1 = LayerNorm6(in_dim)
         self.shortcut = Downsample(in_dim, dim, pool, bias=shortcut_bias)
         self.pool = Downsample(in_dim, pool=pool)
@@ -158,7 +159,7 @@ class PooledBlock(Block):
         shortcut = rearrange(self.shortcut(rearrange(x, 'b (h w) c -> b c h w', h=h, w=w)), 'b d h w -> b (h w) d')
         pooled = self.pool(rearrange(self.norm1(x), 'b (h w) c -> b c h w', h=h, w=w))
         out = self.attn(rearrange(pooled, 'b c h w -> b (h w) c'), grid=tuple(pooled.shape[-2:]),
-                        return_attn=return_attn, **({} if mask is None else {'mask': mask}))
+                        mask=mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         return shortcut + self.drop_path1(out), attn
 
@@ -181,7 +182,7 @@ class TransformerStage(nn.Module):
         if rel_pos not in ('bias', 'mlp'):
             raise ValueError(f"rel_pos must be 'bias' or 'mlp', got {rel_pos!r}")
         first = PooledBlock(in_dim, dim, attention(in_dim), pool, shortcut_bias, drop_paths[0])
-        rest = [Block(dim, dim // HEAD_DIM, attn=attention(dim), norm_layer=LayerNorm6, drop_path=rate)
+        rest = [Block(dim, attention(dim), Mlp(dim, 4 * dim), norm_layer=LayerNorm6, drop_path=rate)
                 for rate in drop_paths[1:depth]]
         self.blocks = nn.ModuleList([first, *rest])
 

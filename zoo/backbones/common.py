@@ -41,10 +41,21 @@ def select_taps(backbone, out_indices, default, levels, channels, strides, what:
     return taps
 
 
+def check_drop_path_rate(rate) -> float:
+    """A backbone's ``drop_path_rate`` as a float: the one check of it on its way to the blocks (through
+    :func:`drop_path_rates`, or LeViT's constant rate). Anything but a number in [0, 1) is a ValueError naming it."""
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate < 1.0:
+        raise ValueError(f"drop_path_rate must be a number in [0, 1) (the stochastic-depth probability of the last "
+                         f"block), got {rate!r}")
+    return float(rate)
+
+
 def drop_path_rates(rate: float, depths) -> list[list[float]]:
     """Stochastic depth rising linearly from 0 at the first block to ``rate`` at the last, over all stages, split
-    into one list per stage of ``depths`` (the rule of timm's hierarchical models). Plain floats: no tensor is made,
-    so models build on the meta device too."""
+    into one list per stage of ``depths`` (the rule of timm's hierarchical models; one stage: the ViT's). ``rate`` is
+    checked by :func:`check_drop_path_rate`. Plain floats: no tensor is made, so models build on the meta device
+    too."""
+    rate = check_drop_path_rate(rate)
     total = sum(depths)
     flat = [rate * i / max(total - 1, 1) for i in range(total)]
     starts = [sum(depths[:i]) for i in range(len(depths))]

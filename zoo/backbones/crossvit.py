@@ -29,6 +29,7 @@ from ..core import (
     PrefixTokens,
     SeparateQKV,
     init_linear,
+    vit_parts,
 )
 from ..core.resize import interpolate
 from ..registry import register_variant
@@ -120,8 +121,9 @@ class MultiScaleBlock(nn.Module):
         super().__init__()
         n = len(dims)
         self.blocks = nn.ModuleList(
-            nn.ModuleList(Block(dims[d], num_heads[d], mlp_ratios[d], qkv_bias=qkv_bias, norm_layer=norm_layer,
-                                drop=drop, attn_drop=attn_drop, drop_path=drop_paths[i]) for i in range(depths[d]))
+            nn.ModuleList(Block(dims[d], **vit_parts(dims[d], num_heads[d], mlp_ratios[d], qkv_bias=qkv_bias,
+                                                     drop=drop, attn_drop=attn_drop),
+                                norm_layer=norm_layer, drop_path=drop_paths[i]) for i in range(depths[d]))
             for d in range(n))
         self.projs = nn.ModuleList(width_projection(dims[d], dims[(d + 1) % n], norm_layer) for d in range(n))
         self.fusion = nn.ModuleList(

@@ -20,9 +20,9 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import Attention, Block, ConvQKV, PatchEmbed, PrefixTokens, activation_layer, init_linear
+from ..core import Attention, Block, ConvQKV, Mlp, PatchEmbed, PrefixTokens, activation_layer, init_linear
 from ..registry import register_variant
-from .common import run_blocks, select_taps
+from .common import drop_path_rates, run_blocks, select_taps
 from .inputs import check_images
 
 # Conv token embedding of each stage: (kernel, stride, padding).
@@ -41,12 +41,12 @@ class CvTStage(nn.Module):
         self.patch_embed = PatchEmbed(kernel, in_chans, dim, stride=stride, padding=padding, norm_layer=norm_layer)
         self.prefix = PrefixTokens(dim, cls=cls_token)
         self.pos_drop = nn.Dropout(drop) if drop else nn.Identity()
-        rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # official: 0 .. rate in the stage
-        self.blocks = nn.ModuleList(
-            Block(dim, num_heads, mlp_ratio, norm_layer=norm_layer, act_layer=act_layer, drop=drop, drop_path=rate,
-                  attn=Attention(dim, num_heads, qkv=ConvQKV(dim, bias=qkv_bias, num_prefix=len(self.prefix)),
-                                 scale=dim ** -0.5, attn_drop=attn_drop, proj_drop=drop))
-            for rate in rates)
+        self.blocks = nn.ModuleList(  # official: stochastic depth 0 .. rate in the stage
+            Block(dim, Attention(dim, num_heads, qkv=ConvQKV(dim, bias=qkv_bias, num_prefix=len(self.prefix)),
+                                 scale=dim ** -0.5, attn_drop=attn_drop, proj_drop=drop),
+                  Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop), norm_layer=norm_layer,
+                  drop_path=rate)
+            for rate in drop_path_rates(drop_path_rate, [depth])[0])
 
     def forward(self, x: torch.Tensor):
         """Returns the tokens 'b (p + h w) d' (prefix first) and the grid (h, w)."""

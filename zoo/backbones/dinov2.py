@@ -21,6 +21,7 @@ from torch import nn
 
 from ..registry import IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .vit import ViTBackbone, ViTClassifier, ViTEncoder
+from .vit_spec import BlockSpec, EncoderSpec, MlpSpec
 
 
 class DINOv2Classifier(ViTClassifier):
@@ -53,12 +54,16 @@ DINOV2_SIZES = {
     'base': dict(embed_dim=768, depth=12, num_heads=12),
     'large': dict(embed_dim=1024, depth=24, num_heads=16),
     # SwiGLU hidden width (int(4 * 1536 * 2 / 3) + 7) // 8 * 8 = 4096 = int(1536 * 2.66667)
-    'giant': dict(embed_dim=1536, depth=40, num_heads=24, mlp_ratio=2.66667, swiglu=True),
+    'giant': dict(embed_dim=1536, depth=40, num_heads=24, mlp_ratio=2.66667),
 }
+DINOV2_SPEC = EncoderSpec(block=BlockSpec(layer_scale=1e-5))  #: the plain ViT's, with LayerScale 1e-5
+DINOV2_GIANT_SPEC = DINOV2_SPEC.replace(block=dict(mlp=MlpSpec(kind='swiglu')))  #: SwiGLU MLPs
+_REGISTERS = dict(prefix=dict(registers=4), positions=dict(prefix=False))  # the position table on the patches only
 for _size, _args in DINOV2_SIZES.items():
+    _spec = DINOV2_GIANT_SPEC if _size == 'giant' else DINOV2_SPEC
     for _reg in ('', '_reg4'):
         register_variant(f'vit_{_size}_patch14{_reg}_dinov2', DINOV2, mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                         input_size=518, num_classes=0, patch_size=14, init_values=1e-5,
-                         **(dict(reg_tokens=4, pos_embed_prefix=False) if _reg else {}), **_args)
+                         input_size=518, num_classes=0, patch_size=14,
+                         spec=_spec.replace(**_REGISTERS) if _reg else _spec, **_args)
 
 __all__ = ['DINOv2Backbone', 'DINOv2Classifier']

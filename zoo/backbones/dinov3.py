@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..registry import IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .dinov2 import DINOv2Backbone
 from .vit import ViTClassifier
+from .vit_spec import AttentionSpec, BlockSpec, EncoderSpec, PositionSpec, PrefixSpec
 
 
 class DINOv3Classifier(ViTClassifier):
@@ -44,20 +45,31 @@ DINOV3_ROPE = dict(kind='dinov3', base=100.0, normalize='separate', rescale=2.0)
 DINOV3_SIZES = {
     'tiny': dict(embed_dim=192, depth=12, num_heads=3),
     'small': dict(embed_dim=384, depth=12, num_heads=6),
-    'small_plus': dict(embed_dim=384, depth=12, num_heads=6, swiglu=True),          # SwiGLU 1536
+    'small_plus': dict(embed_dim=384, depth=12, num_heads=6),          # SwiGLU 1536
     'base': dict(embed_dim=768, depth=12, num_heads=12),
     'large': dict(embed_dim=1024, depth=24, num_heads=16),
-    'huge_plus': dict(embed_dim=1280, depth=32, num_heads=20, swiglu=True),         # SwiGLU 5120
-    '7b': dict(embed_dim=4096, depth=40, num_heads=32, mlp_ratio=2.0, swiglu=True),  # SwiGLU 8192
+    'huge_plus': dict(embed_dim=1280, depth=32, num_heads=20),         # SwiGLU 5120
+    '7b': dict(embed_dim=4096, depth=40, num_heads=32, mlp_ratio=2.0),  # SwiGLU 8192
 }
-DINOV3_OPTIONS = dict(mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=256, num_classes=0, patch_size=16,
-                      class_token=True, reg_tokens=4, pos_embed='none', rope=DINOV3_ROPE, init_values=1e-5,
-                      norm_eps=1e-5, head=dict(global_pool='avg', fc_norm=False))
+_SWIGLU = ('small_plus', 'huge_plus', '7b')
+#: a class token and 4 registers, no absolute positions, RoPE in every attention, no q/k/v biases, LayerScale 1e-5
+DINOV3_SPEC = EncoderSpec(prefix=PrefixSpec(registers=4), positions=PositionSpec(kind='none'), norm_eps=1e-5,
+                          block=BlockSpec(attn=AttentionSpec(qkv='fused_no_bias', rope=DINOV3_ROPE), layer_scale=1e-5))
+_PRETRAINED = dict(mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=256, num_classes=0, patch_size=16,
+                   head=dict(global_pool='avg', fc_norm=False))
+
+
+def dinov3_spec(size: str, qkvb: bool) -> EncoderSpec:
+    """The size's spec: SwiGLU MLPs in the ``_plus`` and 7B sizes; learned q and v biases with ``qkvb``."""
+    return DINOV3_SPEC.replace(block=dict(attn=dict(qkv='qv_bias' if qkvb else 'fused_no_bias'),
+                                          mlp=dict(kind='swiglu' if size in _SWIGLU else 'mlp')))
+
+
 # timm's names: (size, with q/v biases)
 _NAMES = [(size, qkvb) for size in ('small', 'small_plus', 'base', 'large', 'huge_plus') for qkvb in (False, True)] + \
          [('tiny', True), ('7b', False)]
 for _size, _qkvb in _NAMES:
-    register_variant(f"vit_{_size}_patch16_dinov3{'_qkvb' if _qkvb else ''}", DINOV3, **DINOV3_OPTIONS,
-                     **(dict(key_bias=False) if _qkvb else dict(qkv_bias=False)), **DINOV3_SIZES[_size])
+    register_variant(f"vit_{_size}_patch16_dinov3{'_qkvb' if _qkvb else ''}", DINOV3, **_PRETRAINED,
+                     spec=dinov3_spec(_size, _qkvb), **DINOV3_SIZES[_size])
 
 __all__ = ['DINOv3Backbone', 'DINOv3Classifier']

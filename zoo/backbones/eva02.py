@@ -23,15 +23,28 @@ from __future__ import annotations
 
 from ..registry import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
 from .vit import VIT
+from .vit_spec import AttentionSpec, BlockSpec, EncoderSpec, MlpSpec
 
 EVA02_ROPE = dict(kind='axial', temperature=10000.0, indexing='ij', ref_grid=(16, 16))
-EVA02_OPTIONS = dict(mlp_ratio=4 * 2 / 3, swiglu=True, rope=EVA02_ROPE, key_bias=False, norm_eps=1e-6)
+#: q and v biases, axial RoPE, SwiGLU MLPs (of width 8/3 d: ``mlp_ratio`` in :data:`EVA02_SIZES`)
+EVA02_SPEC = EncoderSpec(block=BlockSpec(attn=AttentionSpec(qkv='qv_bias', rope=EVA02_ROPE),
+                                         mlp=MlpSpec(kind='swiglu')))
 EVA02_SIZES = {
-    'tiny': dict(embed_dim=192, depth=12, num_heads=3),
-    'small': dict(embed_dim=384, depth=12, num_heads=6),
-    'base': dict(embed_dim=768, depth=12, num_heads=12, mlp_norm=True),
-    'large': dict(embed_dim=1024, depth=24, num_heads=16, mlp_norm=True),
+    'tiny': dict(embed_dim=192, depth=12, num_heads=3, mlp_ratio=4 * 2 / 3),
+    'small': dict(embed_dim=384, depth=12, num_heads=6, mlp_ratio=4 * 2 / 3),
+    'base': dict(embed_dim=768, depth=12, num_heads=12, mlp_ratio=4 * 2 / 3),
+    'large': dict(embed_dim=1024, depth=24, num_heads=16, mlp_ratio=4 * 2 / 3),
 }
+_MLP_NORM = ('base', 'large')  # a LayerNorm on the MLP's hidden width
+
+
+def eva02_spec(size: str, clip: bool = False) -> EncoderSpec:
+    """The size's spec: the MLP norm in base and large; the CLIP towers' norm before the attention's projection."""
+    return EVA02_SPEC.replace(block=dict(mlp=dict(norm=size in _MLP_NORM),
+                                         attn=dict(proj='norm_linear' if clip else 'linear')))
+
+
+
 _CLIP = dict(mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD)
 # size -> (resolution, class count of timm's default weights) of its classifier names
 _EVA02_VITS = {'tiny': ((224, 0), (336, 1000)), 'small': ((224, 0), (336, 1000)), 'base': ((224, 0), (448, 1000)),
@@ -39,12 +52,12 @@ _EVA02_VITS = {'tiny': ((224, 0), (336, 1000)), 'small': ((224, 0), (336, 1000))
 for _size, _names in _EVA02_VITS.items():
     for _res, _classes in _names:
         register_variant(f'eva02_{_size}_patch14_{_res}', VIT, input_size=_res, num_classes=_classes, patch_size=14,
-                         head=dict(global_pool='avg'), **_CLIP, **EVA02_OPTIONS, **EVA02_SIZES[_size])
+                         head=dict(global_pool='avg'), **_CLIP, spec=eva02_spec(_size), **EVA02_SIZES[_size])
 # CLIP image towers: (size, patch, resolution, embedding width = the head's classes)
 for _size, _patch, _res, _classes in (('base', 16, 224, 512), ('large', 14, 224, 768), ('large', 14, 336, 768)):
     register_variant(f'eva02_{_size}_patch{_patch}_clip_{_res}', VIT, input_size=_res, num_classes=_classes,
-                     patch_size=_patch, attn_norm=True, head=dict(global_pool='token'), **_CLIP, **EVA02_OPTIONS,
+                     patch_size=_patch, head=dict(global_pool='token'), **_CLIP, spec=eva02_spec(_size, clip=True),
                      **EVA02_SIZES[_size])
 register_variant('eva02_enormous_patch14_clip_224', VIT, input_size=224, num_classes=1024, patch_size=14,
-                 embed_dim=1792, depth=64, num_heads=16, mlp_ratio=15360 / 1792, key_bias=False,
-                 norm_placement='res_post', head=dict(global_pool='token'), **_CLIP)
+                 embed_dim=1792, depth=64, num_heads=16, mlp_ratio=15360 / 1792, head=dict(global_pool='token'),
+                 spec=EncoderSpec(block=BlockSpec(attn=AttentionSpec(qkv='qv_bias'), placement='res_post')), **_CLIP)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ..registry import IMAGENET_MEAN, IMAGENET_STD, register_variant
 from .vit import VIT, VIT_SIZES
+from .vit_spec import BlockSpec, EncoderSpec
 
-INTERNVIT_OPTIONS = dict(patch_size=14, init_values=0.1, **VIT_SIZES['large'])
+INTERNVIT_SPEC = EncoderSpec(block=BlockSpec(layer_scale=0.1))  #: the plain ViT's, with LayerScale 0.1
 register_variant('vit_intern300m_patch14_448', VIT, mean=IMAGENET_MEAN, std=IMAGENET_STD, input_size=448,
-                 num_classes=0, head=dict(final_norm=False), **INTERNVIT_OPTIONS)
+                 num_classes=0, head=dict(final_norm=False), patch_size=14, spec=INTERNVIT_SPEC,
+                 **VIT_SIZES['large'])

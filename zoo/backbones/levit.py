@@ -39,7 +39,7 @@ from ..core import (
     activate,
 )
 from ..registry import register_variant
-from .common import pair, run_blocks, run_stages, select_taps
+from .common import check_drop_path_rate, pair, run_blocks, run_stages, select_taps
 from .inputs import check_images
 
 LEVIT_ACTIVATIONS = {'hard_swish': nn.Hardswish, 'silu': nn.SiLU}
@@ -160,7 +160,7 @@ class LeViTEncoder(nn.Module):
         stages, in_dim = [], self.dims[0]
         for i, (dim, depth, heads) in enumerate(zip(self.dims, depths, num_heads)):
             stages.append(LeViTStage(in_dim, dim, depth, key_dim, heads, attn_ratio, mlp_ratio, grid, act_layer,
-                                     downsample=i > 0, drop_path=drop_path_rate))
+                                     downsample=i > 0, drop_path=check_drop_path_rate(drop_path_rate)))
             grid = grid if i == 0 else tuple((g - 1) // 2 + 1 for g in grid)
             in_dim = dim
         self.stages = nn.ModuleList(stages)

@@ -33,6 +33,7 @@ from .inputs import check_images
 from .naflex_batch import NaFlexBatch, patchify
 from .naflex_pos import FactorizedPosEmbed, GridPosEmbed
 from .vit import ViTBackbone, ViTClassifier, ViTEncoder, default_taps
+from .vit_spec import BlockSpec, EncoderSpec, MlpSpec, PrefixSpec
 
 
 class NaFlexTokens(NamedTuple):
@@ -80,8 +81,8 @@ class NaFlexEncoder(ViTEncoder):
 
     def __init__(self, pos_embed: str = 'learned', pos_grid=(16, 16), pos_interp: str = 'bicubic',
                  pos_antialias: bool = True, pos_align_corners: bool = False, pos_ar_preserving: bool = False,
-                 **kwargs):
-        super().__init__(pos_embed='none', **kwargs)
+                 spec: EncoderSpec | None = None, **kwargs):
+        super().__init__(spec=(spec or EncoderSpec()).replace(positions=dict(kind='none')), **kwargs)
         bias = self.patch_embed.proj.bias is not None
         self.patch_embed = PatchLinear(self.patch_size, self.in_chans, self.embed_dim, bias=bias)
         init_linear(self.patch_embed.proj)
@@ -189,26 +190,33 @@ class NaFlexBackbone(NaFlexEncoder, Backbone):
 
 NAFLEX = {'backbone': NaFlexBackbone, 'classifier': NaFlexClassifier}
 _BASE = dict(patch_size=16, embed_dim=768, depth=12, num_heads=12)
-_SO150M2 = dict(patch_size=16, embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13, qkv_bias=False)
+_SO150M2 = dict(patch_size=16, embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13)
 _SO400M = dict(patch_size=16, embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362)
 _GAP = dict(global_pool='avg', fc_norm=True)
 _MAP = dict(global_pool='map')
-_SIGLIP = dict(class_token=False, act='gelu_tanh', pos_interp='bilinear')
-# name -> (size options, NaFlex options, head); every name: no class token, LayerNorm eps 1e-6, a 16 x 16 table, timm's
-# pretrained_cfg (384 px, mean = std = 0.5; SigLIP 2's towers headless)
+
+
+def _registers(count: int) -> EncoderSpec:
+    """timm's NaFlex ViTs: ``count`` registers and no class token, LayerScale 1e-5."""
+    return EncoderSpec(prefix=PrefixSpec(cls=False, registers=count), block=BlockSpec(layer_scale=1e-5))
+
+
+_REG4, _REG1 = _registers(4), _registers(1)
+_SO150M2_REG1 = _REG1.replace(block=dict(attn=dict(qkv='fused_no_bias')))
+_SIGLIP = EncoderSpec(prefix=PrefixSpec(cls=False), block=BlockSpec(mlp=MlpSpec(act='gelu_tanh')))
+# name -> (size options, spec, NaFlex options, head); every name: no class token, LayerNorm eps 1e-6, a 16 x 16 table,
+# timm's pretrained_cfg (384 px, mean = std = 0.5; SigLIP 2's towers headless)
 _NAFLEX_VITS = {
-    'naflexvit_base_patch16_gap': (_BASE, dict(class_token=False, reg_tokens=4, init_values=1e-5), _GAP),
-    'naflexvit_base_patch16_par_gap': (_BASE, dict(class_token=False, reg_tokens=4, init_values=1e-5,
-                                                   pos_ar_preserving=True), _GAP),
-    'naflexvit_base_patch16_parfac_gap': (_BASE, dict(class_token=False, reg_tokens=4, init_values=1e-5,
-                                                      pos_ar_preserving=True, pos_embed='factorized'), _GAP),
-    'naflexvit_base_patch16_map': (_BASE, dict(class_token=False, reg_tokens=1, init_values=1e-5), _MAP),
-    'naflexvit_so150m2_patch16_reg1_gap': (_SO150M2, dict(class_token=False, reg_tokens=1, init_values=1e-5), _GAP),
-    'naflexvit_so150m2_patch16_reg1_map': (_SO150M2, dict(class_token=False, reg_tokens=1, init_values=1e-5), _MAP),
-    'naflexvit_base_patch16_siglip': (_BASE, _SIGLIP, _MAP),
-    'naflexvit_so400m_patch16_siglip': (_SO400M, _SIGLIP, _MAP),
+    'naflexvit_base_patch16_gap': (_BASE, _REG4, {}, _GAP),
+    'naflexvit_base_patch16_par_gap': (_BASE, _REG4, dict(pos_ar_preserving=True), _GAP),
+    'naflexvit_base_patch16_parfac_gap': (_BASE, _REG4, dict(pos_ar_preserving=True, pos_embed='factorized'), _GAP),
+    'naflexvit_base_patch16_map': (_BASE, _REG1, {}, _MAP),
+    'naflexvit_so150m2_patch16_reg1_gap': (_SO150M2, _SO150M2_REG1, {}, _GAP),
+    'naflexvit_so150m2_patch16_reg1_map': (_SO150M2, _SO150M2_REG1, {}, _MAP),
+    'naflexvit_base_patch16_siglip': (_BASE, _SIGLIP, dict(pos_interp='bilinear'), _MAP),
+    'naflexvit_so400m_patch16_siglip': (_SO400M, _SIGLIP, dict(pos_interp='bilinear'), _MAP),
 }
 _SIGLIP_NAMES = ('naflexvit_base_patch16_siglip', 'naflexvit_so400m_patch16_siglip')
-for _name, (_size, _options, _head) in _NAFLEX_VITS.items():
+for _name, (_size, _spec, _options, _head) in _NAFLEX_VITS.items():
     register_variant(_name, NAFLEX, mean=HALF_MEAN, std=HALF_STD, input_size=384,
-                     num_classes=0 if _name in _SIGLIP_NAMES else 1000, head=_head, norm_eps=1e-6, **_size, **_options)
+                     num_classes=0 if _name in _SIGLIP_NAMES else 1000, head=_head, spec=_spec, **_size, **_options)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from ..registry import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
 from .naflex import NAFLEX
-from .radio import RADIO_CORNERS, RADIO_SIZES
+from .radio import RADIO_CORNERS, RADIO_SIZES, radio_spec
 
 #: RADIO's table: 128 x 128, bilinear without antialias, square of the larger side then cropped top-left
 RADIO_TABLE = dict(pos_grid=(128, 128), pos_interp='bilinear', pos_antialias=False, pos_ar_preserving=True)
 _HEAD = dict(global_pool='token', final_norm=False)  # the summary token after the last block, no norm
 for (_size, _version), _corners in RADIO_CORNERS.items():
     register_variant(f'naflexvit_{_size}_patch16_radio_v{_version}', NAFLEX, mean=OPENAI_CLIP_MEAN,
-                     std=OPENAI_CLIP_STD, input_size=512, num_classes=0, head=_HEAD, patch_size=16, norm_eps=1e-6,
-                     class_token=True, reg_tokens=7 if _version == 3 else 9, pos_align_corners=_corners,
-                     **RADIO_TABLE, **RADIO_SIZES[_size])
+                     std=OPENAI_CLIP_STD, input_size=512, num_classes=0, head=_HEAD, patch_size=16,
+                     spec=radio_spec(_size, _version, _corners), pos_align_corners=_corners, **RADIO_TABLE,
+                     **RADIO_SIZES[_size])

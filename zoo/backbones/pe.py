@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .vit import VIT
+from .vit_spec import AttentionSpec, BlockSpec, EncoderSpec, PatchSpec, PrefixSpec
 
-PE_OPTIONS = dict(pre_norm=True, patch_bias=False, norm_eps=1e-5, mean=HALF_MEAN, std=HALF_STD)
-_GIGANTIC = dict(embed_dim=1536, num_heads=16, mlp_ratio=8960 / 1536, class_token=False)
+#: a LayerNorm before the blocks (eps 1e-5), no patch-embedding bias; RoPE and LayerScale per tower (:func:`pe_spec`)
+PE_SPEC = EncoderSpec(patch=PatchSpec(bias=False), pre_norm=True, norm_eps=1e-5)
+_HALF = dict(mean=HALF_MEAN, std=HALF_STD)
+_GIGANTIC = dict(embed_dim=1536, num_heads=16, mlp_ratio=8960 / 1536)
 PE_SIZES = {'tiny': dict(embed_dim=192, depth=12, num_heads=3), 'small': dict(embed_dim=384, depth=12, num_heads=6),
             'base': dict(embed_dim=768, depth=12, num_heads=12), 'large': dict(embed_dim=1024, depth=24, num_heads=16),
             'gigantic': dict(depth=50, **_GIGANTIC)}
@@ -34,22 +37,28 @@ def pe_rope(ref: int, gigantic: bool = False) -> dict:
     return dict(kind='axial', temperature=10000.0, indexing='xy', ref_grid=(ref, ref), offset=0.0 if gigantic else 1.0)
 
 
+def pe_spec(ref: int, gigantic: bool = False, layer_scale: float | None = None) -> EncoderSpec:
+    """A tower's spec: :func:`pe_rope` of ``ref``, no class token in the gigantic towers, LayerScale ``layer_scale``."""
+    return PE_SPEC.replace(prefix=PrefixSpec(cls=not gigantic),
+                           block=BlockSpec(attn=AttentionSpec(rope=pe_rope(ref, gigantic)), layer_scale=layer_scale))
+
+
 _MAP = dict(global_pool='map', pool_heads=8, pool_mlp_ratio=4.0, pool_prefix=True)  # over the CLS token too
 # core: (size, patch, resolution, RoPE reference grid, embedding width = the head's classes)
 for _size, _patch, _res, _ref, _classes in (('tiny', 16, 384, 24, 512), ('small', 16, 384, 24, 512),
                                              ('base', 16, 224, 14, 1024), ('large', 14, 336, 24, 1024),
                                              ('gigantic', 14, 448, 32, 1280)):
     register_variant(f'vit_pe_core_{_size}_patch{_patch}_{_res}', VIT, input_size=_res, num_classes=_classes,
-                     patch_size=_patch, rope=pe_rope(_ref, _size == 'gigantic'),
-                     head=_MAP, **PE_OPTIONS, **PE_SIZES[_size])
+                     patch_size=_patch, spec=pe_spec(_ref, _size == 'gigantic'), head=_MAP, **_HALF,
+                     **PE_SIZES[_size])
 _FEATURES = dict(global_pool='avg', final_norm=False)  # the mean of the last block's patch tokens, no norm
 # lang: the language-aligned towers, blocks cut at 23 / 47, LayerScale 0.1
 for _size, _sizes in (('large', dict(PE_SIZES['large'], depth=23)), ('gigantic', dict(_GIGANTIC, depth=47))):
     register_variant(f'vit_pe_lang_{_size}_patch14_448', VIT, input_size=448, num_classes=0, patch_size=14,
-                     rope=pe_rope(32, _size == 'gigantic'), init_values=0.1, head=_FEATURES, **PE_OPTIONS, **_sizes)
+                     spec=pe_spec(32, _size == 'gigantic', 0.1), head=_FEATURES, **_HALF, **_sizes)
 # spatial: the dense-feature towers; LayerScale 0.1 in the gigantic one only
 for _size, _patch, _res in (('tiny', 16, 512), ('small', 16, 512), ('base', 16, 512), ('large', 14, 448),
                             ('gigantic', 14, 448)):
     register_variant(f'vit_pe_spatial_{_size}_patch{_patch}_{_res}', VIT, input_size=_res, num_classes=0,
-                     patch_size=_patch, rope=pe_rope(32, _size == 'gigantic'), head=_FEATURES,
-                     init_values=0.1 if _size == 'gigantic' else None, **PE_OPTIONS, **PE_SIZES[_size])
+                     patch_size=_patch, spec=pe_spec(32, _size == 'gigantic', 0.1 if _size == 'gigantic' else None),
+                     head=_FEATURES, **_HALF, **PE_SIZES[_size])

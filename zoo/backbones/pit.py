@@ -19,7 +19,7 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import Block, LayerNorm6, LearnedPosEmbed, PatchEmbed, PrefixTokens, init_linear
+from ..core import Block, LayerNorm6, LearnedPosEmbed, PatchEmbed, PrefixTokens, init_linear, vit_parts
 from ..registry import register_variant
 from .common import drop_path_rates, pair, run_blocks, run_stages, select_taps
 from .inputs import check_images
@@ -45,8 +45,8 @@ class PiTStage(nn.Module):
                  drop: float, attn_drop: float, drop_paths):
         super().__init__()
         self.pool = TokenPool(in_dim, dim) if pool else None
-        self.blocks = nn.ModuleList(Block(dim, num_heads, mlp_ratio, norm_layer=LayerNorm6, drop=drop,
-                                          attn_drop=attn_drop, drop_path=rate) for rate in drop_paths)
+        self.blocks = nn.ModuleList(Block(dim, **vit_parts(dim, num_heads, mlp_ratio, drop=drop, attn_drop=attn_drop),
+                                          norm_layer=LayerNorm6, drop_path=rate) for rate in drop_paths)
 
     def forward(self, fmap: torch.Tensor, prefix: torch.Tensor):
         """map 'b d h w', prefix 'b p d' -> the same after pooling and blocks."""

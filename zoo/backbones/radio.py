@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from ..registry import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, register_variant
 from .vit import VIT, VIT_SIZES
+from .vit_spec import EncoderSpec, PositionSpec
 
-RADIO_OPTIONS = dict(class_token=True, pos_embed='cropped', pos_embed_prefix=False, norm_eps=1e-6,
-                     mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD, input_size=512, num_classes=0, patch_size=16)
+#: the cropped position table on the patch tokens; registers and the corner rule per name (:func:`radio_spec`)
+RADIO_SPEC = EncoderSpec(positions=PositionSpec(kind='cropped', prefix=False))
+_PRETRAINED = dict(mean=OPENAI_CLIP_MEAN, std=OPENAI_CLIP_STD, input_size=512, num_classes=0, patch_size=16)
+RADIO_LAYER_SCALE = {'base': 1e-5, 'large': 1e-5}  #: LayerScale's initial value where a size has LayerScale
 RADIO_SIZES = {
-    'base': dict(VIT_SIZES['base'], init_values=1e-5),
-    'large': dict(VIT_SIZES['large'], init_values=1e-5),
+    'base': VIT_SIZES['base'],
+    'large': VIT_SIZES['large'],
     'huge': dict(embed_dim=1280, depth=32, num_heads=16),
     'giant': dict(embed_dim=1536, depth=40, num_heads=24),
     'so400m': dict(embed_dim=1152, depth=27, num_heads=16, mlp_ratio=4304 / 1152),
@@ -36,6 +39,15 @@ _HEAD = dict(global_pool='token', final_norm=False)  # the summary token after t
 #: (size, version) -> bilinear align_corners of the checkpoint's position table (also read by :mod:`.naflex_radio`)
 RADIO_CORNERS = {('base', 3): True, ('large', 3): False, ('huge', 3): True, ('giant', 3): False,
            ('so400m', 4): False, ('huge', 4): False}
+
+
+def radio_spec(size: str, version: int, align_corners: bool) -> EncoderSpec:
+    """A name's spec: 7 registers in v3, 9 in v4, the checkpoint's corner rule, LayerScale in base and large."""
+    return RADIO_SPEC.replace(prefix=dict(registers=7 if version == 3 else 9),
+                              positions=dict(align_corners=align_corners),
+                              block=dict(layer_scale=RADIO_LAYER_SCALE.get(size)))
+
+
 for (_size, _version), _corners in RADIO_CORNERS.items():
-    register_variant(f'vit_{_size}_patch16_radio_v{_version}', VIT, reg_tokens=7 if _version == 3 else 9,
-                     pos_align_corners=_corners, head=_HEAD, **RADIO_OPTIONS, **RADIO_SIZES[_size])
+    register_variant(f'vit_{_size}_patch16_radio_v{_version}', VIT, spec=radio_spec(_size, _version, _corners),
+                     head=_HEAD, **_PRETRAINED, **RADIO_SIZES[_size])

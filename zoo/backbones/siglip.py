@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .vit import VIT, VIT_SIZES
+from .vit_spec import EncoderSpec, PositionSpec, PrefixSpec
 
-SIGLIP_OPTIONS = dict(class_token=False, pos_embed_prefix=False, norm_eps=1e-6)
+SIGLIP_SPEC = EncoderSpec(prefix=PrefixSpec(cls=False), positions=PositionSpec(prefix=False))  #: no class token
 SIGLIP_SIZES = {
     'base': VIT_SIZES['base'],
     'large': VIT_SIZES['large'],
@@ -40,8 +41,9 @@ for (_size, _patch), (_map_sizes, _gap_sizes, _tanh) in _SIGLIP_VITS.items():
     for _pool, _sizes in (('', _map_sizes), ('_gap', _gap_sizes)):
         for _res in _sizes:
             _act = 'gelu_tanh' if _tanh or ((_size, _patch) == _TANH_512 and _res == 512) else 'gelu'
+            _remainder = 'drop' if (_size, _patch, _res) == _DROP_REMAINDER else 'refuse'
             register_variant(f'vit_{_size}_patch{_patch}_siglip{_pool}_{_res}', VIT, mean=HALF_MEAN, std=HALF_STD,
-                             input_size=_res, num_classes=0, patch_size=_patch, act=_act,
+                             input_size=_res, num_classes=0, patch_size=_patch,
                              head=dict(global_pool='avg', fc_norm=False) if _pool else dict(global_pool='map'),
-                             **(dict(drop_remainder=True) if (_size, _patch, _res) == _DROP_REMAINDER else {}),
-                             **SIGLIP_OPTIONS, **SIGLIP_SIZES[_size])
+                             spec=SIGLIP_SPEC.replace(block=dict(mlp=dict(act=_act)), patch=dict(remainder=_remainder)),
+                             **SIGLIP_SIZES[_size])

@@ -30,7 +30,17 @@ from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import Block, FusedQKV, PatchEmbed, QVBiasQKV, RelPosBias, RelPosMlp, ShiftedWindowAttention, init_linear
+from ..core import (
+    Block,
+    FusedQKV,
+    Mlp,
+    PatchEmbed,
+    QVBiasQKV,
+    RelPosBias,
+    RelPosMlp,
+    ShiftedWindowAttention,
+    init_linear,
+)
 from ..core.similarity import CosineSimilarity
 from ..registry import register_variant
 from .common import drop_path_rates, pair, run_blocks, select_taps
@@ -90,7 +100,7 @@ class SwinStage(nn.Module):
                         attn_drop=attn_drop, proj_drop=proj_drop)
 
         self.blocks = nn.ModuleList(
-            Block(dim, num_heads, mlp_ratio, attn=attention(j % 2 == 1), norm_layer=nn.LayerNorm, drop=proj_drop,
+            Block(dim, attention(j % 2 == 1), Mlp(dim, int(dim * mlp_ratio), drop=proj_drop), norm_layer=nn.LayerNorm,
                   drop_path=drop_paths[j], norm_placement='res_post' if v2 else 'pre')
             for j in range(depth))
 

@@ -5,37 +5,19 @@ position table (``pos_embed.weight``); :mod:`zoo.weights` converts timm checkpoi
 """
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from einops import rearrange
 from torch import nn
 
 from ..contract import Backbone, Taps
-from ..core import (
-    AttentionPool,
-    Block,
-    CroppedPosEmbed,
-    LearnedPosEmbed,
-    Mlp,
-    PatchEmbed,
-    PrefixTokens,
-    PreNormLinear,
-    SinCosPosEmbed,
-    init_linear,
-)
-from ..core.alibi import make_alibi
-from ..core.attention import Attention
-from ..core.layers import activation_layer
+from ..core import AttentionPool, init_linear
+from ..core.grid import TokenGrid
 from ..core.pooling import ProbePool
-from ..core.qkv import FusedQKV, QVBiasQKV
-from ..core.rope import make_rope
 from ..registry import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, register_variant
-from .common import pair, select_taps
+from .common import drop_path_rates, pair, select_taps
 from .inputs import check_images
-
-#: the norm kinds of ``ViTEncoder(norm=...)``
-NORMS = {'layer': nn.LayerNorm, 'rms': nn.RMSNorm}
+from .timm_options import OPTIONS, spec_from_timm_options
+from .vit_spec import EncoderSpec, PositionSpec, PrefixSpec
 
 
 def default_taps(depth: int) -> tuple[int, ...]:
@@ -46,103 +28,44 @@ def default_taps(depth: int) -> tuple[int, ...]:
 
 
 class ViTEncoder(nn.Module):
-    """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`.
+    """Patch embedding, prefix tokens, positional encoding and a stack of :class:`zoo.core.Block`, assembled from a
+    family's :class:`~.vit_spec.EncoderSpec` (``spec``; the plain ViT's by default).
 
-    pos_embed: 'learned' (resampled to each input's grid), 'cropped' (a learned table on the patch tokens, resampled
-    to the square of the grid's larger side and cropped top-left, :class:`zoo.core.CroppedPosEmbed`; RADIO),
-    'sincos' (fixed 2-D) or 'none'; pos_align_corners: the corner rule of the 'cropped' table's bilinear resampling;
-    pos_embed_prefix: the learned table also covers the prefix tokens (timm's ``no_embed_class=False``);
-    rope: 2-D rotary positions in every attention, ``dict(kind='axial' | 'mixed', ...)`` (zoo.core.rope.make_rope);
-    alibi: 2-D ALiBi bias in every attention, True or ``dict(metric=...)`` (:func:`zoo.core.alibi.make_alibi`);
-    key_bias: False for learned q and v biases only (EVA, timm's RoPE ViTs; :class:`zoo.core.qkv.QVBiasQKV`);
-    patch_bias: the patch-embedding conv has a bias (timm); without it (mmseg 1.x's ViT) a checkpoint's
-    ``patch_embed.proj.bias`` is dropped on loading, as mmseg drops it.
-    swiglu: SwiGLU MLPs (:class:`zoo.core.Mlp` ``gated`` with SiLU, DINOv2 giant), hidden width embed_dim * mlp_ratio.
-    act: the MLPs' activation, a name of :data:`zoo.core.ACTIVATIONS` ('quick_gelu' for OpenAI's CLIP towers);
-    pre_norm: a LayerNorm on the tokens before the blocks (``norm_pre``, CLIP's ``ln_pre``; timm's ``pre_norm``).
-    mlp_norm: a LayerNorm on the MLPs' hidden width before fc2 (the :class:`zoo.core.Mlp` ``norm`` part; EVA-02,
-    timm's ``scale_mlp``);
-    attn_norm: a LayerNorm on the heads' output before the attention's projection (its ``proj`` part a
-    :class:`zoo.core.PreNormLinear`; EVA-02 CLIP, timm's ``scale_attn_inner``);
-    norm_placement: the blocks' norms (:data:`zoo.core.block.NORM_PLACEMENTS`), 'post' with ``post_norm``, else 'pre'
-    unless given ('res_post': EVA-02 CLIP enormous).
-    norm: every norm's kind, 'layer' (LayerNorm) or 'rms' (RMSNorm: no centring, no bias; AIMv2), eps ``norm_eps``;
-    patch_norm: a norm on the patch tokens before the positions are added (timm's ``embed_norm_layer``; AIMv2);
-    proj_bias: the attention's output projection and the MLPs' Linears have biases (timm's ``proj_bias``; AIMv2 none).
-    drop_remainder: the input's last rows / columns that the patches do not tile are dropped (what timm's strided
-    conv does; SigLIP so400m/14 at 384 px reads 27 x 27 patches of 378 px); else such an input is refused.
+    The arguments are what a user sets: the input size (``img_size``, the grid of a learned position table),
+    ``patch_size``, ``in_chans``, the sizes (``embed_dim``, ``depth``, ``num_heads``, ``mlp_ratio``: the MLPs' hidden
+    width ``embed_dim * mlp_ratio``) and the drop rates (``drop_path_rate``: stochastic depth rising linearly to it at
+    the last block, :func:`.common.drop_path_rates`). ``options``: timm's names of parts (``qkv_bias=False``,
+    ``init_values=1e-5``, ``class_token=False``, ``reg_tokens=4``, ...), changes of ``spec``
+    (:func:`.timm_options.spec_from_timm_options`, the list in :data:`.timm_options.OPTIONS`).
     """
     family = 'vit'
     classifier_only = ('norm.', 'fc_norm.', 'attn_pool.', 'head.', 'head_dist.')
+    #: the names ``**options`` takes, with their types (:func:`zoo.option_types.accepted_options` reads them)
+    options_accepted = {name: hint for name, (hint, _) in OPTIONS.items()}
 
     def __init__(self, img_size: int | tuple[int, int] = 224, patch_size: int = 16, in_chans: int = 3,
                  embed_dim: int = 768, depth: int = 12, num_heads: int = 12, mlp_ratio: float = 4.0,
-                 qkv_bias: bool = True, class_token: bool = True, dist_token: bool = False, reg_tokens: int = 0,
-                 pos_embed: str = 'learned', pos_embed_prefix: bool = True, pos_interp: str = 'bicubic',
-                 pos_antialias: bool = True, pos_align_corners: bool = False, init_values: float | None = None,
-                 post_norm: bool = False,
-                 norm_eps: float = 1e-6, patch_bias: bool = True, rope: dict | None = None,
-                 alibi: dict | bool | None = None, key_bias: bool = True,
                  drop_rate: float = 0.0, attn_drop_rate: float = 0.0, drop_path_rate: float = 0.0,
-                 swiglu: bool = False, act: str = 'gelu', pre_norm: bool = False, mlp_norm: bool = False,
-                 attn_norm: bool = False, norm_placement: str | None = None, norm: str = 'layer',
-                 patch_norm: bool = False, proj_bias: bool = True, drop_remainder: bool = False):
+                 spec: EncoderSpec | None = None, **options):
         super().__init__()
+        self.spec = spec = spec_from_timm_options(spec or EncoderSpec(), **options)
         img_size = pair(img_size)
         self.embed_dim, self.patch_size, self.depth, self.in_chans = embed_dim, patch_size, depth, in_chans
-        self.num_heads, self.drop_remainder = num_heads, drop_remainder
-        if norm not in NORMS:
-            raise ValueError(f"norm must be one of {sorted(NORMS)}, got {norm!r}")
-        self.norm_layer = norm_layer = partial(NORMS[norm], eps=norm_eps)
-        self.patch_embed = PatchEmbed(patch_size, in_chans, embed_dim, bias=patch_bias,
-                                      norm_layer=norm_layer if patch_norm else None)
-        if not patch_bias:  # checkpoint keys load_pretrained drops when present (zoo.weights.load)
+        self.num_heads, self.drop_remainder = num_heads, spec.patch.remainder == 'drop'
+        self.norm_layer = norm_layer = spec.norm_layer()
+        self.patch_embed = spec.patch.build(patch_size, in_chans, embed_dim, norm_layer)
+        if not spec.patch.bias:  # checkpoint keys load_pretrained drops when present (zoo.weights.load)
             self.ignored_checkpoint_keys = ('patch_embed.proj.bias',)
-        self.prefix = PrefixTokens(embed_dim, cls=class_token, dist=dist_token, registers=reg_tokens)
-        grid = (img_size[0] // patch_size, img_size[1] // patch_size)
-        if pos_embed == 'learned':
-            self.pos_embed = LearnedPosEmbed(grid, embed_dim, len(self.prefix) if pos_embed_prefix else 0,
-                                             mode=pos_interp, antialias=pos_antialias)
-        elif pos_embed == 'cropped':
-            self.pos_embed = CroppedPosEmbed(grid, embed_dim, align_corners=pos_align_corners)
-        elif pos_embed == 'sincos':
-            self.pos_embed = SinCosPosEmbed(embed_dim)
-        elif pos_embed == 'none':
-            self.pos_embed = None
-        else:
-            raise ValueError(f"pos_embed must be 'learned', 'cropped', 'sincos' or 'none', got {pos_embed!r}")
+        self.prefix = spec.prefix.build(embed_dim)
+        self.pos_embed = spec.positions.build((img_size[0] // patch_size, img_size[1] // patch_size), embed_dim,
+                                              len(self.prefix))
         self.pos_drop = nn.Dropout(drop_rate) if drop_rate else nn.Identity()
-        self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
-        rates = [drop_path_rate * i / max(depth - 1, 1) for i in range(depth)]  # stochastic depth rule
-        mlp_act = dict(act_layer=nn.SiLU, gated=True) if swiglu else dict(act_layer=activation_layer(act))
-        hidden = int(embed_dim * mlp_ratio)
+        self.norm_pre = norm_layer(embed_dim) if spec.pre_norm else nn.Identity()
         self.blocks = nn.ModuleList(
-            Block(embed_dim, num_heads, mlp_ratio, qkv_bias=qkv_bias, norm_layer=norm_layer, drop=drop_rate,
-                  attn_drop=attn_drop_rate, drop_path=rate, init_values=init_values,
-                  norm_placement=norm_placement or ('post' if post_norm else 'pre'),
-                  attn=self._position_attention(rope, alibi, qkv_bias, key_bias, attn_drop_rate, drop_rate,
-                                                norm_layer if attn_norm else None, proj_bias),
-                  mlp=Mlp(embed_dim, hidden, drop=drop_rate, norm=norm_layer(hidden) if mlp_norm else None,
-                          bias=proj_bias, **mlp_act) if mlp_norm or not proj_bias else None,
-                  act_layer=mlp_act['act_layer'], gated_mlp=swiglu)
-            for rate in rates)
+            spec.block.build(embed_dim, num_heads, mlp_ratio, len(self.prefix), norm_layer, drop_rate, attn_drop_rate,
+                             rate)
+            for rate in drop_path_rates(drop_path_rate, [depth])[0])
         self.apply(init_linear)
-
-    def _position_attention(self, rope, alibi, qkv_bias, key_bias, attn_drop, proj_drop,
-                            proj_norm=None, proj_bias: bool = True) -> Attention | None:
-        """A block's attention with rotary positions, ALiBi, no k bias, a norm before its projection
-        (``proj_norm``, a norm class) or a bias-free projection; None (the block's default) otherwise."""
-        if rope is None and not alibi and (key_bias or not qkv_bias) and proj_norm is None and proj_bias:
-            return None
-        heads = self.num_heads
-        qkv = QVBiasQKV(self.embed_dim) if qkv_bias and not key_bias else None
-        # the parts built in this order (q/v-bias projection, rope, ALiBi, fused projection): seeded inits as ever
-        rope, pos_bias = make_rope(rope, self.embed_dim // heads, heads), make_alibi(alibi, heads, len(self.prefix))
-        qkv = FusedQKV(self.embed_dim, bias=qkv_bias) if qkv is None else qkv
-        proj = None if proj_norm is None else PreNormLinear(self.embed_dim, self.embed_dim, proj_norm(self.embed_dim))
-        proj = nn.Linear(self.embed_dim, self.embed_dim, bias=False) if proj is None and not proj_bias else proj
-        return Attention(self.embed_dim, heads, qkv=qkv, rope=rope, pos_bias=pos_bias, proj=proj, attn_drop=attn_drop,
-                         proj_drop=proj_drop)
 
     @property
     def min_input_size(self) -> int:
@@ -158,13 +81,14 @@ class ViTEncoder(nn.Module):
         return self.prefix.names
 
     def embed(self, x: torch.Tensor):
-        """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w)."""
+        """'b c H W -> b (p + h w) d' with positions added; also returns the grid (h, w), a
+        :class:`zoo.core.grid.TokenGrid` carrying what the blocks compute once per forward (the rotary tables)."""
         check_images(self, x)
         if self.drop_remainder:  # 'b c H W -> b c (h p) (w p)': the untiled last rows / columns go
             p = self.patch_size
             x = x[..., :x.shape[-2] // p * p, :x.shape[-1] // p * p]
         x, grid = self.patch_embed(x)
-        return self.add_prefix_and_positions(x, grid), grid
+        return self.add_prefix_and_positions(x, grid), TokenGrid(grid)
 
     def add_prefix_and_positions(self, x: torch.Tensor, grid) -> torch.Tensor:
         """Patch tokens 'b (h w) d' -> 'b (p + h w) d': prefix tokens prepended, positions added, dropout, then the
@@ -300,5 +224,5 @@ for _size, _patch, _res in _TIMM_VITS:
     register_variant(_name, VIT, input_size=_res, patch_size=_patch,
                      **_HEADLESS.get(_name, dict(mean=HALF_MEAN, std=HALF_STD)), **VIT_SIZES[_size])
 register_variant('vit_base_patch16_reg4_gap_256', VIT, mean=HALF_MEAN, std=HALF_STD, input_size=256, patch_size=16,
-                 class_token=False, reg_tokens=4, pos_embed_prefix=False, head=dict(global_pool='avg'),
-                 **VIT_SIZES['base'])
+                 spec=EncoderSpec(prefix=PrefixSpec(cls=False, registers=4), positions=PositionSpec(prefix=False)),
+                 head=dict(global_pool='avg'), **VIT_SIZES['base'])

@@ -24,6 +24,7 @@ from torch import nn
 
 from ..contract import Backbone, Taps
 from ..core import MaxPool2dSame, StdConv2d
+from ..core.grid import TokenGrid
 from ..registry import HALF_MEAN, HALF_STD, register_variant
 from .common import tap_indices
 from .inputs import check_images
@@ -134,7 +135,7 @@ class ViTHybridEncoder(ViTEncoder):
         """'b c H W' -> tokens 'b (p + h w) d' with positions, their grid (h, w), and the ResNet's stage maps."""
         check_images(self, x)
         x, grid, maps = self.patch_embed(x)
-        return self.add_prefix_and_positions(x, grid), grid, maps
+        return self.add_prefix_and_positions(x, grid), TokenGrid(grid), maps
 
     def embed(self, x: torch.Tensor):
         x, grid, _ = self.embed_stages(x)

@@ -22,6 +22,7 @@ from ..registry import (
     register_variant,
 )
 from .vit import VIT, VIT_SIZES
+from .vit_spec import AttentionSpec, BlockSpec, EncoderSpec, PositionSpec, PrefixSpec
 
 _AXIAL = dict(kind='axial', temperature=100.0, indexing='xy')
 _MIXED = dict(kind='mixed', temperature=10.0, indexing='xy')
@@ -29,16 +30,22 @@ for _size in ('small', 'base'):
     for _suffix, _rope, _ape in (('rope', _AXIAL, False), ('rope_mixed', _MIXED, False),
                                  ('rope_ape', _AXIAL, True), ('rope_mixed_ape', _MIXED, True)):
         register_variant(f'vit_{_size}_patch16_{_suffix}_224', VIT, mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                         input_size=224, patch_size=16, init_values=1e-5, rope=_rope,
-                         pos_embed='learned' if _ape else 'none', pos_embed_prefix=False, **VIT_SIZES[_size])
+                         input_size=224, patch_size=16, **VIT_SIZES[_size],
+                         spec=EncoderSpec(positions=PositionSpec(kind='learned' if _ape else 'none', prefix=False),
+                                          block=BlockSpec(attn=AttentionSpec(rope=_rope), layer_scale=1e-5)))
 
 _SBB_SIZES = {'medium': dict(embed_dim=512, depth=12, num_heads=8),
-              'mediumd': dict(embed_dim=512, depth=20, num_heads=8, qkv_bias=False),
+              'mediumd': dict(embed_dim=512, depth=20, num_heads=8),  # no q/k/v biases
               'betwixt': dict(embed_dim=640, depth=12, num_heads=10),
               'base': VIT_SIZES['base']}
 _SBB_ROPE = dict(kind='axial', temperature=10000.0, indexing='ij', ref_grid=(16, 16))
+#: registers and no class token, no absolute positions, RoPE, q and v biases, LayerScale 1e-5
+SBB_SPEC = EncoderSpec(prefix=PrefixSpec(cls=False), positions=PositionSpec(kind='none'),
+                       block=BlockSpec(attn=AttentionSpec(qkv='qv_bias', rope=_SBB_ROPE), layer_scale=1e-5))
 for _size, _registers in (('medium', 1), ('mediumd', 1), ('betwixt', 4), ('base', 1)):
     _mean, _std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if _size == 'betwixt' else (HALF_MEAN, HALF_STD)
     register_variant(f'vit_{_size}_patch16_rope_reg{_registers}_gap_256', VIT, mean=_mean, std=_std, input_size=256,
-                     patch_size=16, init_values=1e-5, class_token=False, reg_tokens=_registers, pos_embed='none',
-                     rope=_SBB_ROPE, key_bias=False, head=dict(global_pool='avg'), **_SBB_SIZES[_size])
+                     patch_size=16, head=dict(global_pool='avg'), **_SBB_SIZES[_size],
+                     spec=SBB_SPEC.replace(prefix=dict(registers=_registers),
+                                           block=dict(attn=dict(qkv='fused_no_bias' if _size == 'mediumd'
+                                                                else 'qv_bias'))))

@@ -1,6 +1,6 @@
 """The attention core: every backbone's token mixing and embedding parts."""
 from .attention import Attention
-from .block import Block, LayerNorm6
+from .block import Block, LayerNorm6, vit_parts
 from .conv_bn import ConvBN
 from .execution import (
                         Checkpointable,
@@ -43,4 +43,5 @@ __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLine
            'SeparateInputsQKV', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
            'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
-           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid']
+           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid',
+           'vit_parts']

@@ -16,37 +16,32 @@ NORM_PLACEMENTS = ('pre', 'post', 'res_post')
 
 
 class Block(Checkpointable):
-    """Attention and MLP residual branches with DropPath and optional LayerScale.
+    """Attention and MLP residual branches with DropPath and optional LayerScale, built from its parts.
 
-    ``norm_placement`` (one of :data:`NORM_PLACEMENTS`):
+    ``attn``: any :class:`Attention` (its q/k/v projection, scale, position bias, rotary positions and output
+    projection are its own parts); ``mlp``: any module 'b n c -> b n c' (an :class:`zoo.core.Mlp`, gated or with a
+    ``norm`` part); :func:`vit_parts` makes the plain ViT's pair. ``norm_layer``: the class of the two norms;
+    ``init_values``: LayerScale's initial value (None: no LayerScale). ``norm_placement`` (one of
+    :data:`NORM_PLACEMENTS`):
     'pre' (default):   x = x + attn(norm1(x));  x = x + mlp(norm2(x))
     'post':            x = norm1(x + attn(x));  x = norm2(x + mlp(x))
     'res_post':        x = x + norm1(attn(x));  x = x + norm2(mlp(x))   (Swin V2)
-    ``attn`` may be any :class:`Attention` (custom q/k/v projection, scale, position bias); without it the block
-    builds one from ``qkv_bias`` and ``attn_drop``. Recomputed in backward when ``grad_checkpointing`` is set
-    (:func:`zoo.core.set_grad_checkpointing`). ``gated_mlp``: a GLU MLP (SwiGLU with ``act_layer=nn.SiLU``;
-    :class:`zoo.core.Mlp` ``gated``), hidden width ``dim * mlp_ratio``. ``mlp`` may be any module 'b n c -> b n c'
-    (an :class:`zoo.core.Mlp` with a ``norm`` part: EVA-02); without it the block builds one from ``mlp_ratio``,
-    ``act_layer``, ``drop`` and ``gated_mlp``.
+    Recomputed in backward when ``grad_checkpointing`` is set (:func:`zoo.core.set_grad_checkpointing`).
     """
 
-    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True,
-                 attn: nn.Module | None = None, norm_layer=LayerNorm6, act_layer=nn.GELU, drop: float = 0.0,
-                 attn_drop: float = 0.0, drop_path: float = 0.0, init_values: float | None = None,
-                 norm_placement: str = 'pre', gated_mlp: bool = False, mlp: nn.Module | None = None):
+    def __init__(self, dim: int, attn: nn.Module, mlp: nn.Module, *, norm_layer=LayerNorm6, drop_path: float = 0.0,
+                 init_values: float | None = None, norm_placement: str = 'pre'):
         super().__init__()
         if norm_placement not in NORM_PLACEMENTS:
             raise ValueError(f"norm_placement must be one of {', '.join(map(repr, NORM_PLACEMENTS))}, "
                              f"got {norm_placement!r}")
         self.norm_placement = norm_placement
         self.norm1 = norm_layer(dim)
-        self.attn = attn if attn is not None else Attention(
-            dim, num_heads, qkv=FusedQKV(dim, bias=qkv_bias), attn_drop=attn_drop, proj_drop=drop)
+        self.attn = attn
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = DropPath(drop_path) if drop_path else nn.Identity()
         self.norm2 = norm_layer(dim)
-        self.mlp = mlp if mlp is not None else Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop,
-                                                   gated=gated_mlp)
+        self.mlp = mlp
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = DropPath(drop_path) if drop_path else nn.Identity()
 
@@ -54,9 +49,8 @@ class Block(Checkpointable):
         """x: 'b n c' -> 'b n c' (and the attention weights 'b heads n n' with ``return_attn``). ``mask``, when given,
         goes to the attention as it is (:class:`zoo.core.Attention`'s: bool, True = may attend, or additive float,
         broadcastable to 'b heads n n': EoMT's queries attend only inside their predicted masks, NaFlex's padding
-        is attended by nothing); attention parts that make their own mask (Swin's shifted windows) take none."""
-        masked = {} if mask is None else {'mask': mask}  # subclasses' residuals without a mask are never given one
-        x, attn = self._attention_residual(x, grid, return_attn, **masked)
+        is attended by nothing); Swin's shifted windows merge it with the mask of their shift regions."""
+        x, attn = self._attention_residual(x, grid, return_attn, mask)
         if self.norm_placement == 'post':
             x = self.norm2(x + self.drop_path2(self.ls2(self.mlp(x))))
         elif self.norm_placement == 'res_post':
@@ -68,8 +62,16 @@ class Block(Checkpointable):
     def _attention_residual(self, x, grid, return_attn, mask=None):
         # A function of its own so that the branch output is freed before the MLP runs.
         placement = self.norm_placement
-        masked = {} if mask is None else {'mask': mask}  # nor attentions without one
-        out = self.attn(self.norm1(x) if placement == 'pre' else x, grid=grid, return_attn=return_attn, **masked)
+        out = self.attn(self.norm1(x) if placement == 'pre' else x, grid=grid, mask=mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         x = x + self.drop_path1(self.ls1(self.norm1(out) if placement == 'res_post' else out))
         return (self.norm1(x) if placement == 'post' else x), attn
+
+
+def vit_parts(dim: int, num_heads: int, mlp_ratio: float = 4.0, *, qkv_bias: bool = True, act_layer=nn.GELU,
+              drop: float = 0.0, attn_drop: float = 0.0, gated: bool = False) -> dict[str, nn.Module]:
+    """The plain ViT block's parts, made in this order: ``attn``, an :class:`Attention` with one fused q/k/v Linear
+    (timm's ``attn.qkv``), and ``mlp``, an :class:`zoo.core.Mlp` of hidden width ``dim * mlp_ratio`` (``gated``:
+    GLU, SwiGLU with ``act_layer=nn.SiLU``). ``Block(dim, **vit_parts(dim, heads), ...)``."""
+    attn = Attention(dim, num_heads, qkv=FusedQKV(dim, bias=qkv_bias), attn_drop=attn_drop, proj_drop=drop)
+    return dict(attn=attn, mlp=Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer, drop=drop, gated=gated))

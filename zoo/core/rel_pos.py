@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from .grid import Grid
+from .grid import Grid, TokenGrid
 from .layers import Mlp
 from .weight_decay import NoWeightDecay
 
@@ -42,10 +42,14 @@ def cached_tensors(maxsize: int):
                 return fn(*args)
 
         @functools.wraps(fn)
-        def call(*args):
-            return fn(*args) if torch.compiler.is_compiling() else cached(*args)
+        def call(*args):  # a forward's TokenGrid is kept as the plain tuple it equals, not with its tables
+            return fn(*args) if torch.compiler.is_compiling() else cached(*(_plain(a) for a in args))
         return call
     return wrap
+
+
+def _plain(arg):
+    return tuple(arg) if isinstance(arg, TokenGrid) else arg
 
 
 BISECTION_STEPS = 19  # halvings of [1.01, 1.5] until it is under 1e-6 wide: 0.49 / 2**19 < 1e-6 <= 0.49 / 2**18

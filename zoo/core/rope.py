@@ -36,13 +36,12 @@ devices, the written-out formula runs (:meth:`_Rope.turn`): ONNX has no complex 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import torch
 from einops import rearrange
 from torch import nn
 
-from .grid import Grid
+from .grid import Grid, TokenGrid
 from .weight_decay import NoWeightDecay
 
 
@@ -109,17 +108,14 @@ def eager_kernels(x: torch.Tensor) -> bool:
     return x.device.type in ('cpu', 'cuda') and not (torch.compiler.is_compiling() or torch.jit.is_tracing())
 
 
-ROTATION_CACHE_SIZE = 32
-_rotations: OrderedDict = OrderedDict()  # (rope config, grid, device, form) -> tables: shared by a model's blocks
-
-
 class _Rope(nn.Module):
     """Subclasses give ``angles(grid, device)`` '(heads | 1) (h w) (d/2)'; forward turns q and k.
 
     ``pairing``: 'interleaved' turns the channel pairs (c_2j, c_2j+1) (the paper's, timm's RoPE-ViT and EVA), 'half'
     the pairs (c_j, c_j+d/2) (DINOv3's "rotate half"). The tables of a module whose angles depend on the grid only
-    (``deterministic``) are computed once per grid, prefix length and device and shared by every block with the same
-    settings (timm computes them once per forward); not while torch.export / torch.compile traces.
+    (``deterministic``) are computed once per forward and shared by every block with the same settings: kept on the
+    forward's :class:`zoo.core.grid.TokenGrid` (timm and DINOv3 compute them once per forward and pass them down);
+    not while torch.export / torch.compile traces, nor for a plain tuple grid.
     """
     pairing = 'interleaved'
 
@@ -138,19 +134,14 @@ class _Rope(nn.Module):
         raise NotImplementedError
 
     def _cached(self, form: tuple, grid: Grid, device, build):
-        """``build()``, kept per (settings, grid, device, ``form``) when the angles are deterministic (shared by
-        every block with these settings), else computed on each call."""
-        if not self.deterministic or torch.compiler.is_compiling():
+        """``build()``, kept on the forward's :class:`TokenGrid` per (settings, device, ``form``) when the angles are
+        deterministic (shared by the forward's blocks with these settings), else computed on each call."""
+        if not self.deterministic or not isinstance(grid, TokenGrid) or torch.compiler.is_compiling():
             return build()
-        key = (type(self).__qualname__, self.extra_repr(), (int(grid[0]), int(grid[1])), torch.device(device), form)
-        if key in _rotations:
-            _rotations.move_to_end(key)
-            return _rotations[key]
-        with torch.inference_mode(False), torch.no_grad():  # usable later outside inference mode and in training
-            _rotations[key] = build()
-        if len(_rotations) > ROTATION_CACHE_SIZE:
-            _rotations.popitem(last=False)
-        return _rotations[key]
+        key = (type(self).__qualname__, self.extra_repr(), torch.device(device), form)
+        if key not in grid.tables:
+            grid.tables[key] = build()
+        return grid.tables[key]
 
     def rotation(self, grid: Grid, device) -> tuple[torch.Tensor, torch.Tensor]:
         """(cos, sin) '(heads | 1) (h w) d' of each channel's angle, float32."""

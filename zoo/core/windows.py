@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange
 
 from .attention import Attention
 from .grid import Grid
@@ -127,6 +128,23 @@ def batched(index: torch.Tensor, batch: int, stride: int, device: torch.device) 
     return (index[None] + torch.arange(batch)[:, None] * stride).flatten().to(device)
 
 
+def window_mask(mask: torch.Tensor, to_windows: torch.Tensor, grid: Grid, window: Grid, batch: int,
+                region_mask: torch.Tensor | None) -> torch.Tensor:
+    """A mask over the map's tokens, broadcastable to 'b heads (h w) (h w)', as the windows' '(b nW) heads ws ws'
+    (through ``to_windows`` of :func:`window_order`; the padding token h*w attends and is attended), merged with the
+    shift regions' additive ``region_mask`` '(b nW) 1 ws ws' (or None)."""
+    n = grid[0] * grid[1]
+    mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape)).expand(batch, -1, n, n)
+    allowed = mask.dtype == torch.bool
+    mask = F.pad(mask.to(torch.uint8) if allowed else mask, (0, 1, 0, 1), value=1 if allowed else 0.0)
+    slots = to_windows.view(-1, window[0] * window[1])  # 'nW ws': each window slot's map token
+    per_window = rearrange(mask[:, :, slots[:, :, None], slots[:, None, :]], 'b h n i j -> (b n) h i j')
+    per_window = per_window.bool() if allowed else per_window
+    if region_mask is None:
+        return per_window
+    return region_mask.masked_fill(~per_window, float('-inf')) if allowed else region_mask + per_window
+
+
 class ShiftedWindowAttention(Attention):
     """:class:`Attention` within (shifted) windows of the token map; takes every Attention part.
 
@@ -134,8 +152,10 @@ class ShiftedWindowAttention(Attention):
     ``pad_first`` pads before the roll and keeps the built window on any map (see the module docstring).
     ``forward(x, grid)``: x 'b (h w) c' on ``grid`` (h, w) -> 'b (h w) c'; with ``return_attn`` also the weights
     between the map's tokens 'b heads (h w) (h w)', zero between tokens of different windows (as
-    :mod:`zoo.attention_maps` reads every attention). The window and shift mask come from the grid, so it takes
-    no mask.
+    :mod:`zoo.attention_maps` reads every attention). The windows and the shift regions' mask come from the grid;
+    a ``mask`` over the map's tokens (as :class:`Attention`'s: bool, True = may attend, or additive float,
+    broadcastable to 'b heads (h w) (h w)') is cut into the windows and merged with the regions' mask (padding
+    tokens are attended as without one).
     """
 
     def __init__(self, dim: int, num_heads: int, window: Grid, shifted: bool = False, pad_first: bool = False,
@@ -145,7 +165,7 @@ class ShiftedWindowAttention(Attention):
         self.shift = (self.window[0] // 2, self.window[1] // 2) if shifted else (0, 0)
         self.pad_first = pad_first
 
-    def forward(self, x: torch.Tensor, grid: Grid, return_attn: bool = False):
+    def forward(self, x: torch.Tensor, grid: Grid, mask: torch.Tensor | None = None, return_attn: bool = False):
         if grid is None:
             raise ValueError("ShiftedWindowAttention needs the token grid (h, w)")
         (h, w), (b, n, c) = grid, x.shape
@@ -167,6 +187,8 @@ class ShiftedWindowAttention(Attention):
         windows = windows.view(-1, window[0] * window[1], c)
         shifted = not static or any(shift)  # traced: always, all zeros where the sides are not shifted
         region_mask = batch_shift_mask(padded, window, shift, b, x.device, x.dtype) if shifted else None
+        if mask is not None:
+            region_mask = window_mask(mask, to_windows.to(x.device), (h, w), window, b, region_mask)
         out = super().forward(windows, grid=window, mask=region_mask, return_attn=return_attn)
         out, attn = out if return_attn else (out, None)
         # '(b nh nw) (wh ww) c -> b (h w) c' (merged, cropped, rolled back) by one gather
