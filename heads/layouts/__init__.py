@@ -13,6 +13,8 @@ Layouts (the rows of ``LAYOUTS``, in its order):
 - ``mmseg``: mmsegmentation's DPT segmentor (:mod:`.mmseg`) or UperNet with a Swin (:mod:`.mmseg_upernet`);
 - ``isl-org DPT``: the authors' DPT and DPT-Hybrid (:mod:`.official`);
 - ``Depth Anything V2``: the authors' Depth Anything V2, the metric-depth models too (:mod:`.official`);
+- ``EoMT authors``: tue-mps/eomt's own checkpoints, ``network.*`` keys, DINOv2 or DINOv3 encoders (:mod:`.eomt_authors`;
+  their DINOv3 delta files once added to DINOv3's weights);
 - ``transformers dpt``: ``DPTFor*`` folders (:mod:`.hf`);
 - ``transformers depth_anything``: ``DepthAnythingForDepthEstimation`` folders (:mod:`.hf`);
 - ``transformers upernet``: ``UperNetForSemanticSegmentation`` (Swin) folders (:mod:`.upernet`);
@@ -24,7 +26,7 @@ Layouts (the rows of ``LAYOUTS``, in its order):
 layouts (per source, per family) live in :mod:`zoo.weights`; these converters call them for the backbone part and
 rename the rest.
 
-Adding a layout (the authors' EoMT with its ``network.*`` keys, a depth model's) is one row:
+Adding a layout (a depth model's, say) is one row:
 
 1. its converter ``convert(state, model) -> state`` (this project's keys for ``model``) in a module of this package,
    renaming with :func:`zoo.weights.rename.rules` tables and the backbone through :mod:`zoo.weights`;

@@ -10,6 +10,7 @@ other file layout. Adding a layout is one row here (and its converter in a modul
 from __future__ import annotations
 
 from .detect import Checkpoint, Layout
+from .eomt_authors import convert_authors_eomt_state, is_authors_eomt
 from .hf import depth_anything_from_hf, dpt_from_hf
 from .hf_eomt import convert_hf_eomt_dinov3_state, convert_hf_eomt_state
 from .hf_mask2former import convert_mask2former_state
@@ -38,6 +39,8 @@ FILES = (
            "isl-org/DPT's DPTSegmentationModel / DPTDepthModel (ViT or DPT-Hybrid)"),
     Layout('Depth Anything V2', _file(lambda state, name: is_official_depth_anything(state)),
            depth_anything_from_official, DEPTH, "DepthAnything/Depth-Anything-V2's DepthAnythingV2"),
+    Layout('EoMT authors', _file(lambda state, name: is_authors_eomt(state)), convert_authors_eomt_state, ('EoMT',),
+           "tue-mps/eomt's LightningModule (DINOv2 through timm, DINOv3 through transformers)"),
 )
 
 #: transformers ``save_pretrained`` folders, told by ``config.json``'s ``model_type``.
