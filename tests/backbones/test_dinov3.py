@@ -178,22 +178,37 @@ def official_state(reference: torch.nn.Module) -> dict:
                                                                      torch.ones_like(v)])
         elif not key.endswith('attn.v_bias'):
             out[key] = value
-    d, heads = reference.embed_dim, reference.blocks[0].attn.num_heads
-    out.update({'mask_token': torch.zeros(1, d),
-                'rope_embed.periods': torch.ones(d // heads // 4, dtype=torch.bfloat16),
+    d = reference.embed_dim
+    out.update({'mask_token': torch.zeros(1, d), 'rope_embed.periods': reference.rope.periods.to(torch.bfloat16),
                 'local_cls_norm.weight': torch.ones(d), 'local_cls_norm.bias': torch.zeros(d)})
     return out
 
 
-def test_official_layout_loads_to_timms_outputs(tmp_path):
+def test_official_layout_loads_to_the_official_models_outputs(tmp_path):
+    """The official model runs on the periods its file stores (rounded to bfloat16, a 1e-3 relative change of the
+    rotary angles): timm's model given those periods is the reference; ours takes them from the file, and saved
+    in this project's layout and loaded again keeps them."""
     reference = strong_reference(SMALLEST_QKVB, depth=2, num_classes=0)
     state = official_state(reference)
     assert 'blocks.0.mlp.w3.weight' in state and 'storage_tokens' in state
     torch.save(state, tmp_path / 'dinov3_vits16plus.pth')
+    exact = zoo.create_classifier(SMALLEST_QKVB, depth=2)
+    zoo.load_pretrained(exact, {k: v for k, v in state.items() if k != 'rope_embed.periods'})
     ours = zoo.create_classifier(SMALLEST_QKVB, depth=2)
     report = zoo.load_pretrained(ours, tmp_path / 'dinov3_vits16plus.pth')
     assert report.format == 'official' and not (report.missing or report.unexpected)
+    assert not torch.equal(ours.blocks[0].attn.rope.periods(), exact.blocks[0].attn.rope.periods())
+    with torch.no_grad():
+        reference.rope.periods.copy_(state['rope_embed.periods'].float())
     assert_classifier_equals_timm(ours.eval(), reference, ((256, 256), (80, 144)))
+    x = torch.randn(1, 3, 80, 144)
+    with torch.no_grad():  # without the stored periods the outputs move by more than the parity tolerance
+        moved = (exact.eval()(x) - ours(x)).abs().max() / ours(x).abs().max()
+    assert moved > 1e-4, moved
+    again = zoo.create_classifier(SMALLEST_QKVB, depth=2)
+    zoo.load_pretrained(again, ours.state_dict())
+    with torch.no_grad():
+        assert torch.equal(again.eval()(x), ours(x))
 
 
 def test_official_key_bias_that_is_not_masked_is_refused(tmp_path):

@@ -46,5 +46,8 @@ def test_seeded_weights_and_outputs_unchanged(name):
         return
     assert now['overrides'] == before['overrides']
     assert _close(now['sums'], before['sums'], 1e-5), f"{name}: seeded initial weights changed"
-    assert _close(now['outputs'], before['outputs'], 1e-4), f"{name}: outputs changed"
+    # a tap's sum of outputs may cancel to ~1e-4 of a sum of magnitudes ~1e5 (normed maps): the float32 rounding of
+    # that sum differs between CPUs (AMX / AVX-512 kernels), so it is compared to 1e-6 of the magnitudes' sum
+    assert all(math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6 * m) for a, b, m in
+               zip(now['outputs'], before['outputs'], before['output_abs'], strict=True)), f"{name}: outputs changed"
     assert _close(now['output_abs'], before['output_abs'], 1e-4), f"{name}: outputs changed"

@@ -23,7 +23,9 @@ Positions are patch indices 0 .. h-1 / 0 .. w-1 of the input's grid (any grid, n
   second half by 2 pi x / period_j, with d/4 periods ``base ** (4i / d)`` or geometric from ``min_period`` to
   ``max_period``. Channels pair as (c_j, c_(j + d/2)) ("rotate half"), not (c_2j, c_2j+1). In training mode only,
   the coordinates are shifted, jittered per axis and rescaled by random draws (the official train-time
-  augmentations); evaluation uses the plain grid.
+  augmentations); evaluation uses the plain grid. The periods are computed in float32, unless a checkpoint stored
+  them (the official files' ``rope_embed.periods``, rounded to bfloat16 there): then the stored ones, as the official
+  model runs on them (the ``stored_periods`` buffer, in the state dict once loaded).
 
 Kernels (:meth:`_Rope.forward`): in eager mode on CPU and CUDA every token is turned at once, the prefix tokens by
 the identity (angle 0, no slicing and no concatenation): interleaved pairs as complex numbers (c0 + i c1) times the
@@ -297,9 +299,27 @@ class DINOv3Rope(_Rope):
                 raise ValueError(f"rope {name} must be None or >= {least}, got {value}")
         self.head_dim, self.base, self.min_period, self.max_period = head_dim, base, min_period, max_period
         self.normalize, self.shift, self.jitter, self.rescale = normalize, shift, jitter, rescale
+        self.register_buffer('stored_periods', None)  # a checkpoint's periods (module docstring); None: computed
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """A checkpoint's ``stored_periods`` '(d/4)' replace the computed periods; a checkpoint without them puts
+        the computed ones back."""
+        stored = state_dict.pop(prefix + 'stored_periods', None)
+        self.stored_periods = None
+        if stored is not None and tuple(stored.shape) != (self.head_dim // 4,):
+            error_msgs.append(f"{prefix}stored_periods: expected {self.head_dim // 4} periods (a head width of "
+                              f"{self.head_dim} / 4), got shape {tuple(stored.shape)}")
+        elif stored is not None:
+            self.stored_periods = stored.detach().to(torch.float32).clone()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def periods(self, device=None) -> torch.Tensor:
-        """'(d/4)': base ** (4i / d), or min_period * (max_period / min_period) ** (i / (d/4 - 1))."""
+        """'(d/4)': base ** (4i / d), or min_period * (max_period / min_period) ** (i / (d/4 - 1)); or the periods
+        a checkpoint stored."""
+        if self.stored_periods is not None:
+            return self.stored_periods.to(device)
         bands = self.head_dim // 4
         if self.base is not None:
             return self.base ** (2 * torch.arange(bands, device=device, dtype=torch.float32) / (self.head_dim // 2))
@@ -329,8 +349,9 @@ class DINOv3Rope(_Rope):
     def extra_repr(self) -> str:
         periods = f"base={self.base}" if self.base is not None else \
             f"min_period={self.min_period}, max_period={self.max_period}"
+        stored = '' if self.stored_periods is None else f", stored periods {self.stored_periods.tolist()}"
         return f"head_dim={self.head_dim}, {periods}, normalize={self.normalize!r}, shift={self.shift}, " \
-               f"jitter={self.jitter}, rescale={self.rescale}"
+               f"jitter={self.jitter}, rescale={self.rescale}{stored}"
 
 
 def make_rope(spec: dict | None, head_dim: int, num_heads: int) -> _Rope | None:

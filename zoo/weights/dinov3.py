@@ -4,9 +4,10 @@
   ``attn.q_bias``/``attn.v_bias`` in the ``_qkvb`` models, SwiGLU ``mlp.fc1_g`` (gate) / ``mlp.fc1_x`` (value) /
   ``mlp.fc2``; the EVA renames are :func:`zoo.weights.eva.eva_to_vit`'s, the two SwiGLU inputs are packed into one
   ``mlp.fc1`` [gate | value] (:class:`zoo.core.Mlp` ``gated``).
-- official (facebookresearch/dinov3): ``cls_token``, ``storage_tokens`` (the registers), ``mask_token`` and
-  ``rope_embed.periods`` (dropped: the periods are recomputed in float32, as timm and transformers do; the official
-  model runs on the stored ones, which timm notes were saved rounded to bfloat16, so it differs from these slightly),
+- official (facebookresearch/dinov3): ``cls_token``, ``storage_tokens`` (the registers), ``mask_token`` (dropped),
+  ``rope_embed.periods`` (every block's ``attn.rope.stored_periods``: the official model runs on the stored periods,
+  saved rounded to bfloat16, not on periods recomputed in float32 as timm and transformers do, a 1e-3 relative
+  difference; :class:`zoo.core.rope.DINOv3Rope` takes them as it loads),
   ``blocks.N.attn.qkv.bias`` beside its ``bias_mask`` (the k third masked to zero) -> q and v biases,
   ``ls1.gamma``/``ls2.gamma``, ``mlp.fc1``/``fc2`` or SwiGLU ``mlp.w1`` (gate) / ``w2`` (value) / ``w3``, ``norm``;
   ``local_cls_norm`` (a norm of the pre-training's local crops, unused at inference) is dropped.
@@ -48,7 +49,8 @@ def dinov3_from_timm(state: dict) -> dict:
     return rename_keys(state, _TOKENS + rules(r"^pos_embed$ -> pos_embed.weight"))
 
 
-_OFFICIAL_DROP = re.compile(r'^(mask_token|rope_embed\.periods|local_cls_norm\..*)$|\.bias_mask$')
+_BLOCK = re.compile(r'^blocks\.(\d+)\.')
+_OFFICIAL_DROP = re.compile(r'^(mask_token|local_cls_norm\..*)$|\.bias_mask$')
 
 
 def dinov3_from_official(state: dict) -> dict:
@@ -65,6 +67,9 @@ def dinov3_from_official(state: dict) -> dict:
             q, k, v = (value if mask is None else value * mask.to(value.dtype)).chunk(3)
             _no_key_bias(k, key, fix)
             out[key[:-len('bias')] + 'q_bias'], out[key[:-len('bias')] + 'v_bias'] = q, v
+        elif key == 'rope_embed.periods':  # one table for every block's rotary positions
+            blocks = {m[1] for m in map(_BLOCK.match, state) if m}
+            out.update({f'blocks.{i}.attn.rope.stored_periods': value for i in blocks})
         elif not _OFFICIAL_DROP.search(key):
             out[key] = value
     out = pack_swiglu(rename_keys(out, [(r'\.mlp\.w3\.', '.mlp.fc2.')]), 'w1', 'w2', _PACKED_FIX)

@@ -14,6 +14,9 @@ log = logging.getLogger(__name__)
 HEAD_KEYS = ('head.', 'head_dist.')
 ADAPTER_KEYS = ('.lora_a', '.lora_b')  # zoo.lora's adapters: absent from a checkpoint of the base model
 MERGED_KEYS = '.lora_merged'  # zoo.lora: merged adapters, checked by the LoRA Linear itself as it loads
+# keys a module takes as it loads when a checkpoint has them, absent from a model that has not loaded one: merged
+# adapters, and DINOv3 RoPE periods an official file stored (zoo.core.rope.DINOv3Rope)
+OPTIONAL_KEYS = (MERGED_KEYS, '.rope.stored_periods')
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -96,8 +99,8 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
                       and k not in report.fresh]
     if not any(k.endswith(ADAPTER_KEYS) for k in state):  # a base checkpoint into a LoRA model: adapters at start
         report.missing = [k for k in report.missing if not k.endswith(ADAPTER_KEYS)]
-    report.missing = [k for k in report.missing if not k.endswith(MERGED_KEYS)]
-    report.unexpected = [k for k in state if k not in target and not k.endswith(MERGED_KEYS)]
+    report.missing = [k for k in report.missing if not k.endswith(OPTIONAL_KEYS)]
+    report.unexpected = [k for k in state if k not in target and not k.endswith(OPTIONAL_KEYS)]
     report.mismatched = [k for k, v in state.items() if k in target and v.shape != target[k].shape]
     mismatched = [f"{k} {tuple(state[k].shape)} vs model {tuple(target[k].shape)}" for k in report.mismatched]
     problems = (_listing('missing in checkpoint', report.missing) if report.missing else '') + \
@@ -110,7 +113,7 @@ def load_pretrained(model: nn.Module, source, *, format: str = 'auto', strict: b
         log.warning("partial load of %s:%s", name, problems)
     skipped = set(report.mismatched)
     try:
-        model.load_state_dict({k: v for k, v in state.items() if (k in target or k.endswith(MERGED_KEYS))
+        model.load_state_dict({k: v for k, v in state.items() if (k in target or k.endswith(OPTIONAL_KEYS))
                                and k not in skipped}, strict=False)
     except CheckpointMismatchError as err:  # merged adapters loaded into unmerged ones, or the reverse
         raise CheckpointMismatchError(f"checkpoint {name} does not fit {type(model).__name__}: {err}") from err
