@@ -43,15 +43,20 @@ class DepthAnythingHead(nn.Module):
 
     mode 'relative': ReLU x ``max_depth`` (1 in the released relative models): relative inverse depth (disparity);
     mode 'metric':   sigmoid x ``max_depth`` (20 indoors, 80 outdoors): depth in metres.
+    ``output``: the last activation, when not the mode's: 'relu' for metric models that end in a ReLU (Video Depth
+    Anything's metric models: metres, ``max_depth`` 1).
     Keys as transformers' (``conv1``, ``conv2``, ``conv3``); runs in float32 even under autocast.
     """
 
     def __init__(self, in_channels: int = 64, hidden_channels: int = 32, mode: str = 'relative',
-                 max_depth: float = 1.0, upsample: float = 1.75):
+                 max_depth: float = 1.0, upsample: float = 1.75, output: str | None = None):
         super().__init__()
         if mode not in ('relative', 'metric'):
             raise ValueError(f"depth head mode must be 'relative' or 'metric', got {mode!r}")
+        if output not in (None, 'relu', 'sigmoid'):
+            raise ValueError(f"depth head output must be None (the mode's), 'relu' or 'sigmoid', got {output!r}")
         self.mode, self.max_depth, self.upsample = mode, max_depth, upsample
+        self.output = output or ('relu' if mode == 'relative' else 'sigmoid')
         self.conv1 = nn.Conv2d(in_channels, in_channels // 2, 3, padding=1)
         self.conv2 = nn.Conv2d(in_channels // 2, hidden_channels, 3, padding=1)
         self.conv3 = nn.Conv2d(hidden_channels, 1, 1)
@@ -75,4 +80,4 @@ class DepthAnythingHead(nn.Module):
             else:  # the full-size hidden map exists a strip of rows at a time: ~0.6x the peak memory
                 x = torch.cat([self.conv3(activate(self.act, self.conv2_rows(x, start, stop)))
                                for start, stop in row_strips(x.shape[-2], STRIP_ROWS)], dim=-2)
-            return (F.relu(x) if self.mode == 'relative' else torch.sigmoid(x)) * self.max_depth
+            return (F.relu(x) if self.output == 'relu' else torch.sigmoid(x)) * self.max_depth

@@ -13,6 +13,7 @@ Layouts (the rows of ``LAYOUTS``, in its order):
 - ``mmseg``: mmsegmentation's DPT segmentor (:mod:`.mmseg`) or UperNet with a Swin (:mod:`.mmseg_upernet`);
 - ``isl-org DPT``: the authors' DPT and DPT-Hybrid (:mod:`.official`);
 - ``Depth Anything V2``: the authors' Depth Anything V2, the metric-depth models too (:mod:`.official`);
+- ``Video Depth Anything``: the authors' Video Depth Anything, the metric models too (:mod:`.video_depth_anything`);
 - ``EoMT authors``: tue-mps/eomt's own checkpoints, ``network.*`` keys, DINOv2 or DINOv3 encoders (:mod:`.eomt_authors`;
   their DINOv3 delta files once added to DINOv3's weights);
 - ``transformers dpt``: ``DPTFor*`` folders (:mod:`.hf`);

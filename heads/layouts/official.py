@@ -14,8 +14,10 @@ DINOv2 encoder (:func:`zoo.weights.dinov2.dinov2_from_official`), ``depth_head.*
 """
 from __future__ import annotations
 
+import re
+
 from zoo.weights.dinov2 import dinov2_from_official
-from zoo.weights.rename import rename_keys, rules
+from zoo.weights.rename import rename_keys
 from zoo.weights.timm import vit_from_timm
 
 from .dpt_names import isl_fusion_rules, keep_backbone_blocks
@@ -31,19 +33,24 @@ _DPT_RULES = [
 ]
 _DPT_UNUSED = ('backbone.head.', 'backbone.fc_norm.')  # DPT taps blocks before the final norm (dropped too)
 
-_DEPTH_ANYTHING_RULES = [
-    *rules(r"""
-        ^depth_head\.projects\.(\d+)\.             -> neck.reassemble.\1.proj.
-        ^depth_head\.resize_layers\.(\d+)\.        -> neck.reassemble.\1.resample.
-        ^depth_head\.readout_projects\.(\d+)\.0\.  -> neck.reassemble.\1.readout.project.0.
-    """),
-    *isl_fusion_rules('depth_head.'),
-    *rules(r"""
-        ^depth_head\.scratch\.output_conv1\.     -> decode_head.conv1.
-        ^depth_head\.scratch\.output_conv2\.0\.  -> decode_head.conv2.
-        ^depth_head\.scratch\.output_conv2\.2\.  -> decode_head.conv3.
-    """),
-]
+
+
+def depth_anything_head_rules(prefix: str = 'depth_head.') -> list:
+    """Depth Anything's DPT head under ``prefix`` (V2: ``depth_head.``; Video Depth Anything: ``head.``) -> our neck
+    and depth head (module docstring)."""
+    head = re.escape(prefix)
+    return [
+        (rf'^{head}projects\.(\d+)\.', lambda m: f'neck.reassemble.{m[1]}.proj.'),
+        (rf'^{head}resize_layers\.(\d+)\.', lambda m: f'neck.reassemble.{m[1]}.resample.'),
+        (rf'^{head}readout_projects\.(\d+)\.0\.', lambda m: f'neck.reassemble.{m[1]}.readout.project.0.'),
+        *isl_fusion_rules(prefix),
+        (rf'^{head}scratch\.output_conv1\.', 'decode_head.conv1.'),
+        (rf'^{head}scratch\.output_conv2\.0\.', 'decode_head.conv2.'),
+        (rf'^{head}scratch\.output_conv2\.2\.', 'decode_head.conv3.'),
+    ]
+
+
+_DEPTH_ANYTHING_RULES = depth_anything_head_rules('depth_head.')
 
 
 def _split(state: dict, prefix: str, source: str) -> tuple[dict, dict]:

@@ -17,6 +17,7 @@ from .hf_mask2former import convert_mask2former_state
 from .mmseg import is_mmseg_segmentor, segmentor_from_mmseg
 from .official import depth_anything_from_official, dpt_from_official, is_official_depth_anything, is_official_dpt
 from .upernet import upernet_from_hf
+from .video_depth_anything import is_video_depth_anything, video_depth_anything_from_official
 
 
 def _file(detect):
@@ -39,6 +40,9 @@ FILES = (
            "isl-org/DPT's DPTSegmentationModel / DPTDepthModel (ViT or DPT-Hybrid)"),
     Layout('Depth Anything V2', _file(lambda state, name: is_official_depth_anything(state)),
            depth_anything_from_official, DEPTH, "DepthAnything/Depth-Anything-V2's DepthAnythingV2"),
+    Layout('Video Depth Anything', _file(lambda state, name: is_video_depth_anything(state)),
+           video_depth_anything_from_official, ('VideoDepthEstimator',),
+           "DepthAnything/Video-Depth-Anything's VideoDepthAnything (the metric models too)"),
     Layout('EoMT authors', _file(lambda state, name: is_authors_eomt(state)), convert_authors_eomt_state, ('EoMT',),
            "tue-mps/eomt's LightningModule (DINOv2 through timm, DINOv3 through transformers)"),
 )

@@ -10,7 +10,8 @@ from .mask2former import Mask2Former
 from .mask_classifier import MaskClassificationModel
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
+from .video_depth_anything import VideoDepthEstimator
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'EoMT', 'ImageClassifier',
            'MAEPretrainer', 'Mask2Former', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor',
-           'TorchvisionDetector']
+           'TorchvisionDetector', 'VideoDepthEstimator']

@@ -36,6 +36,7 @@ LOADED_BY = {
     'mmseg': 'test_upernet_mmseg.py::test_an_mmseg_upernet_swin_checkpoint_loads_with_equal_outputs',
     'isl-org DPT': 'test_dpt_hybrid.py::test_official_dpt_hybrid_layout_loads_to_the_same_outputs',
     'Depth Anything V2': 'test_depth_anything.py::test_official_layout_loads_to_the_same_depth',
+    'Video Depth Anything': 'test_video_depth_anything.py::test_the_authors_checkpoint_gives_their_depth',
     'EoMT authors': 'test_eomt_authors.py::test_the_authors_checkpoint_gives_their_logits',
     'transformers dpt': 'test_dpt_hf_parity.py::test_outputs_equal_transformers_at_the_configured_and_another_size',
     'transformers depth_anything': 'test_depth_anything.py::test_transformers_folder_predicts_the_same_depth',

@@ -28,6 +28,8 @@ FAMILY_NAMES = {
 HEADS = [
     ('DPT', ('DPTNeck', 'DPTSegHead', 'DPTDepthHead'), 'segmentation, depth'),
     ('Depth Anything V2', ('DepthAnythingNeck', 'DepthAnythingHead'), 'relative and metric depth'),
+    ('Video Depth Anything', ('VideoDepthAnythingNeck', 'VideoDepthEstimator'),
+     'relative and metric depth of video clips'),
     ('UperNet', ('UPerHead', 'FCNHead', 'PyramidLevels'), 'segmentation'),
     ('Mask2Former', ('Mask2Former', 'Mask2FormerPixelDecoder', 'Mask2FormerTransformerDecoder'),
      'semantic, instance, panoptic segmentation'),

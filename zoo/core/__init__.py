@@ -27,7 +27,15 @@ from .linear_bn import BNLinear, LinearBN
 from .offset_bias import AbsOffsetBias
 from .patch_embed import PatchEmbed
 from .pooling import AttentionPool, ProbePool
-from .pos_embed import CroppedPosEmbed, LearnedPosEmbed, SinCosPosEmbed, resample_grid_embed, sincos_2d, square_grid
+from .pos_embed import (
+    CroppedPosEmbed,
+    LearnedPosEmbed,
+    SinCosPosEmbed,
+    resample_grid_embed,
+    sincos_1d,
+    sincos_2d,
+    square_grid,
+)
 from .qkv import ConvQKV, FusedQKV, ProbeQKV, QVBiasQKV, SeparateInputsQKV, SeparateQKV, SplitQKV, StridedQueryQKV
 from .rel_pos import RelPosBias, RelPosMlp, resize_offset_table
 from .std_conv import MaxPool2dSame, StdConv2d, pad_same
@@ -43,5 +51,5 @@ __all__ = ['ACTIVATIONS', 'AbsOffsetBias', 'Attention', 'AttentionPool', 'BNLine
            'SeparateInputsQKV', 'SeparateQKV',
            'ShiftedWindowAttention', 'SinCosPosEmbed', 'SplitQKV', 'StdConv2d', 'StridedQueryQKV', 'activate',
            'activation_layer', 'grad_free', 'init_linear', 'no_weight_decay_of', 'pad_same', 'resample_grid_embed',
-           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_2d', 'square_grid',
-           'vit_parts']
+           'resize_offset_table', 'set_fused_attention', 'set_grad_checkpointing', 'sincos_1d', 'sincos_2d',
+           'square_grid', 'vit_parts']

@@ -125,6 +125,16 @@ def sincos_2d(grid: Grid, dim: int, temperature: float = 10000.0) -> torch.Tenso
     return torch.cat([out_x.sin(), out_x.cos(), out_y.sin(), out_y.cos()], dim=1)[None]
 
 
+def sincos_1d(length: int, dim: int, temperature: float = 10000.0) -> torch.Tensor:
+    """Fixed 1-D sin-cos embedding 'length d' of positions 0 .. length-1, interleaved (Vaswani et al.): channel 2k
+    sin(p w_k), 2k+1 cos(p w_k), w_k = temperature ** (-2k / d)."""
+    if dim % 2:
+        raise ValueError(f"1-D sin-cos position embedding needs an even width, got {dim}")
+    angles = torch.arange(length, dtype=torch.float32)[:, None] * \
+        torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(temperature) / dim))
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)
+
+
 class SinCosPosEmbed(nn.Module):
     """Fixed 2-D sin-cos embedding computed for the grid of each input (no parameters, any size)."""
 

@@ -1,0 +1,70 @@
+"""Video Depth Anything (Chen et al., CVPR 2025; DepthAnything/Video-Depth-Anything): Depth Anything V2 with temporal
+attention in its DPT neck (:class:`heads.necks.VideoDepthAnythingNeck`), depth consistent over a clip's frames.
+
+:class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each
+clip's ``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
+:meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'). Losses, predictions and metrics are per frame, as a
+DepthEstimator's.
+
+``video_depth_anything_config(encoder, metric)`` is the model config of the released sizes: 'vits', 'vitb', 'vitl',
+relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs); the authors' checkpoints
+(``pretrained.*``, ``head.*`` keys) load through the ``'Video Depth Anything'`` row of
+:data:`heads.layouts.table.LAYOUTS` (:mod:`heads.layouts.video_depth_anything`).
+"""
+from __future__ import annotations
+
+import torch
+from einops import rearrange
+
+from ..registry import MODELS
+from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
+from .depth_estimator import DepthEstimator
+
+#: the released encoders (DepthAnything/Video-Depth-Anything run.py's model_configs: Depth Anything V2's sizes)
+ENCODERS = ('vits', 'vitb', 'vitl')
+
+
+@MODELS.register_module()
+class VideoDepthEstimator(DepthEstimator):
+    """:class:`DepthEstimator` over clips of ``frames`` frames (module docstring); its neck takes ``frames``."""
+
+    def __init__(self, *args, frames: int = 32, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not isinstance(frames, int) or frames < 1:
+            raise ValueError(f"frames must be a positive clip length, got {frames!r}")
+        self.frames = frames
+
+    def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
+        """Fused neck maps of whole clips '(b t) c h w', deepest first."""
+        if inputs.shape[0] % self.frames:
+            raise ValueError(f"a batch of {inputs.shape[0]} frames is not whole clips of {self.frames} frames: "
+                             f"give clips of `frames` consecutive frames each")
+        maps, prefixes = self.backbone.forward_taps(inputs)
+        return self.neck(maps, prefixes, frames=self.frames)
+
+    @torch.no_grad()
+    def predict_clips(self, clips: torch.Tensor) -> torch.Tensor:
+        """Depth of normalised clips 'b t 3 H W' (t at most the neck's ``max_frames``) -> 'b t H W'."""
+        b, t = clips.shape[:2]
+        frames, self.frames = self.frames, t
+        try:
+            depth = self.predict_tensor(rearrange(clips, 'b t c h w -> (b t) c h w'))
+        finally:
+            self.frames = frames
+        return rearrange(depth, '(b t) 1 h w -> b t h w', b=b)
+
+
+def video_depth_anything_config(encoder: str = 'vits', metric: bool = False, frames: int = 32,
+                                **backbone_overrides) -> dict:
+    """The model config of the released Video Depth Anything ``encoder`` ('vits', 'vitb', 'vitl'), relative
+    (inverse depth) or ``metric`` (metres, a ReLU head); ``frames``: the clip length of its batches."""
+    if encoder not in ENCODERS:
+        raise ValueError(f"unknown Video Depth Anything encoder {encoder!r}; choose one of {', '.join(ENCODERS)}")
+    cfg = depth_anything_v2_config(encoder, **backbone_overrides)
+    _, _, widths, fusion = DEPTH_ANYTHING_V2[encoder]
+    cfg.update(type='VideoDepthEstimator', frames=frames,
+               neck=dict(type='VideoDepthAnythingNeck', hidden_channels=widths, fusion_channels=fusion))
+    if metric:
+        cfg['decode_head'].update(mode='metric', output='relu', max_depth=1.0)
+        cfg['max_depth'] = 80.0
+    return cfg

@@ -1,0 +1,109 @@
+"""Video Depth Anything (heads.models.video_depth_anything): the authors' checkpoints (``pretrained.*``, ``head.*``)
+load into this project's VideoDepthEstimator with their code's depth. tests/reference_data/vda_authors.pt holds a
+small seeded model of their ``VideoDepthAnything`` as they save it and its outputs on clips at a square and a
+non-square size (made by tests/reference_data/vda_authors.py at their commit 4f5ae23), and the keys and shapes of the
+released sizes, against which ours are built on the meta device.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from heads.layouts.video_depth_anything import video_depth_anything_from_official
+from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_layout
+from heads.models.video_depth_anything import video_depth_anything_config
+from heads.registry import MODELS
+from zoo.core import sincos_1d
+from zoo.weights import CheckpointLayoutError
+
+REFERENCE = Path(__file__).resolve().parents[1] / 'reference_data' / 'vda_authors.pt'
+
+
+@pytest.fixture(scope='module')
+def reference():
+    return torch.load(REFERENCE, weights_only=True)
+
+
+def small(metric: bool = False):
+    """Ours at the reference's sizes: DINOv2 width 32, 2 heads, MLP ratio 2; neck widths 32."""
+    cfg = video_depth_anything_config('vits', metric=metric, embed_dim=32, num_heads=2, mlp_ratio=2.0)
+    cfg['neck'].update(hidden_channels=(32, 32, 32, 32), fusion_channels=32)
+    cfg['decode_head'].update(in_channels=32)
+    return MODELS.build(cfg).eval()
+
+
+def assert_their_depth(model, reference) -> None:
+    for size, clips in reference['inputs'].items():
+        want = reference['outputs'][size]
+        got = model.predict_clips(clips)
+        assert got.shape == want.shape
+        assert (got - want).abs().max() <= 1e-4 * want.abs().max(), size
+
+
+def test_the_authors_checkpoint_gives_their_depth(reference, tmp_path):
+    path = tmp_path / 'video_depth_anything_vits.pth'
+    torch.save(reference['state'], path)
+    model = small()
+    assert task_checkpoint_layout(reference['state'], model) == 'Video Depth Anything'
+    report = load_task_checkpoint(model, path)
+    assert report.format == 'Video Depth Anything' and not report.missing and not report.unexpected
+    assert_their_depth(model, reference)
+    for module in model.neck.temporal:  # the comparison sees the temporal attention: its output is not zero
+        assert module.proj_out.weight.abs().sum() > 0
+
+
+def test_the_metric_model_is_the_same_network_in_metres(reference):
+    """The metric checkpoints are the same network (a ReLU head, metres): the same numbers."""
+    model = small(metric=True)
+    assert model.decode_head.mode == 'metric' and model.decode_head.output == 'relu'
+    load_task_checkpoint(model, reference['state'])
+    assert_their_depth(model, reference)
+
+
+def test_without_temporal_attention_the_depth_differs(reference):
+    """Shows the reference depends on the temporal modules: zeroing them moves the depth."""
+    model = small()
+    load_task_checkpoint(model, reference['state'])
+    with torch.no_grad():
+        for module in model.neck.temporal:
+            module.proj_out.weight.zero_()
+            module.proj_out.bias.zero_()
+    clips, want = reference['inputs']['70x70'], reference['outputs']['70x70']
+    assert (model.predict_clips(clips) - want).abs().max() > 1e-2 * want.abs().max()
+
+
+def meta_state(shapes: dict, frames: int = 32) -> dict:
+    """The authors' keys with meta tensors of their shapes (the frame tables real: they are checked by value)."""
+    return {k: sincos_1d(frames, shape[-1])[None] if k.endswith('pos_encoder.pe') else
+            torch.empty(shape, device='meta') for k, shape in shapes.items()}
+
+
+@pytest.mark.parametrize('encoder', ['vits', 'vitb', 'vitl'])
+def test_every_released_size_converts_key_by_key_and_shape_by_shape(reference, encoder):
+    with torch.device('meta'):
+        model = MODELS.build(video_depth_anything_config(encoder))
+    theirs = reference['full_sizes'][encoder]
+    converted = video_depth_anything_from_official(meta_state(theirs), model)
+    ours = model.state_dict()
+    assert sorted(converted) == sorted(ours)
+    assert all(tuple(converted[k].shape) == tuple(ours[k].shape) for k in ours)
+    # their parameters: ours, their DINOv2's unused mask_token and the frame tables (buffers)
+    dim = model.backbone.embed_dim
+    assert sum(p.numel() for p in model.parameters()) + dim == sum(
+        torch.Size(s).numel() for k, s in theirs.items() if not k.endswith('pos_encoder.pe'))
+
+
+def test_a_frame_table_of_another_length_is_refused(reference):
+    state = dict(reference['state'])
+    key = next(k for k in state if k.endswith('pos_encoder.pe'))
+    state[key] = sincos_1d(16, state[key].shape[-1])[None]
+    with pytest.raises(CheckpointLayoutError, match=r"pos_encoder\.pe.*max_frames"):
+        load_task_checkpoint(small(), state, name='vda.pth')
+
+
+def test_a_batch_that_is_not_whole_clips_is_refused():
+    model = small()
+    with pytest.raises(ValueError, match='not whole clips of 32 frames'):
+        model(torch.randn(3, 3, 42, 42), mode='tensor')
