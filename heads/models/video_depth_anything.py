@@ -3,8 +3,9 @@ attention in its DPT neck (:class:`heads.necks.VideoDepthAnythingNeck`), depth c
 
 :class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each
 clip's ``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
-:meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'). Losses, predictions and metrics are per frame, as a
-DepthEstimator's.
+:meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'; :meth:`VideoDepthEstimator.predict_video` a video of any
+length, in overlapping windows aligned as the authors' ``infer_video_depth``). Losses, predictions and metrics are per
+frame, as a DepthEstimator's.
 
 ``video_depth_anything_config(encoder, metric)`` is the model config of the released sizes: 'vits', 'vitb', 'vitl',
 relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs); the authors' checkpoints
@@ -19,6 +20,7 @@ from einops import rearrange
 from ..registry import MODELS
 from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
 from .depth_estimator import DepthEstimator
+from .video_windows import VideoWindows, video_depth
 
 #: the released encoders (DepthAnything/Video-Depth-Anything run.py's model_configs: Depth Anything V2's sizes)
 ENCODERS = ('vits', 'vitb', 'vitl')
@@ -52,6 +54,15 @@ class VideoDepthEstimator(DepthEstimator):
         finally:
             self.frames = frames
         return rearrange(depth, '(b t) 1 h w -> b t h w', b=b)
+
+    @torch.no_grad()
+    def predict_video(self, frames: torch.Tensor, windows: VideoWindows | None = None) -> torch.Tensor:
+        """Depth 'n H W' of a video of any length, normalised frames 'n 3 H W', by overlapping windows aligned to
+        each other (:mod:`.video_windows`; the released models': windows of 32 frames); a metric model's windows are
+        not rescaled."""
+        windows = windows or VideoWindows()
+        return video_depth(lambda clip: self.predict_clips(clip[None])[0], frames,
+                           metric=self.decode_head.mode == 'metric', windows=windows)
 
 
 def video_depth_anything_config(encoder: str = 'vits', metric: bool = False, frames: int = 32,

@@ -14,8 +14,10 @@ import torch
 from heads.layouts.video_depth_anything import video_depth_anything_from_official
 from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_layout
 from heads.models.video_depth_anything import video_depth_anything_config
+from heads.models.video_windows import VideoWindows
 from heads.registry import MODELS
 from zoo.core import sincos_1d
+from zoo.registry import IMAGENET_MEAN, IMAGENET_STD
 from zoo.weights import CheckpointLayoutError
 
 REFERENCE = Path(__file__).resolve().parents[1] / 'reference_data' / 'vda_authors.pt'
@@ -72,6 +74,26 @@ def test_without_temporal_attention_the_depth_differs(reference):
             module.proj_out.bias.zero_()
     clips, want = reference['inputs']['70x70'], reference['outputs']['70x70']
     assert (model.predict_clips(clips) - want).abs().max() > 1e-2 * want.abs().max()
+
+
+def test_a_long_video_in_overlapping_windows_gives_their_aligned_depth(reference):
+    """Their ``infer_video_depth`` on 50 frames: three 32-frame windows, key frames, scale-shift alignment and the
+    blend of the overlap; ours on the same frames, normalised as theirs."""
+    model = small()
+    load_task_checkpoint(model, reference['state'])
+    frames, want = reference['video']['frames'], reference['video']['depth']  # 'n h w 3' uint8, 'n h w'
+    x = (frames.permute(0, 3, 1, 2).float() / 255 - torch.tensor(IMAGENET_MEAN)[:, None, None]) / \
+        torch.tensor(IMAGENET_STD)[:, None, None]
+    got = model.predict_video(x)
+    assert got.shape == want.shape == (50, 42, 56)
+    assert (got - want).abs().max() <= 1e-4 * want.abs().max()
+    windowed = model.predict_clips(x[None, :32])[0]  # the first window as it is; the rest moved by the alignment
+    assert torch.allclose(got[:24], windowed[:24], rtol=1e-5, atol=1e-6)
+
+
+def test_window_settings_are_checked():
+    with pytest.raises(ValueError, match='key frames'):
+        VideoWindows(length=16, overlap=10)  # key frames 24 .. 31 are not frames of a 16-frame window
 
 
 def meta_state(shapes: dict, frames: int = 32) -> dict:

@@ -9,7 +9,9 @@ head with its four temporal modules, clips of up to 32 frames) on their DINOv2 a
 sizes). Every weight is perturbed (the temporal modules' ``proj_out`` starts at zero, which would hide them) and the
 last conv's bias raised so that the ReLU'd depth is not all zero. Outputs: ``model(x)`` on clips 'b t 3 h w' of
 normalised pixels (as their ``infer_video_depth`` feeds it): one clip of 4 frames at 70x70, two of 3 at 42x84.
-Also the state-dict keys and shapes of the released sizes (vits, vitb, vitl, relative and metric alike).
+Their long-video inference (``infer_video_depth``: 32-frame windows overlapping by 10, key frames, scale-shift
+alignment) on 50 random frames of 42x56 (three windows), and the state-dict keys and shapes of the released sizes
+(vits, vitb, vitl, relative and metric alike).
 
 Made with the authors' repository at commit 4f5ae23172ba60fd7bc11ef671cca678842c7072 (easydict installed; xformers
 absent: their attention then runs its explicit path), torch 2.15.0 CPU:
@@ -31,6 +33,7 @@ SIZES = dict(embed_dim=32, depth=12, num_heads=2, mlp_ratio=2)
 HEAD = dict(encoder='vits', features=32, out_channels=[32, 32, 32, 32])
 #: the released models' sizes (their run.py's model_configs)
 FULL = (('vits', 64, [48, 96, 192, 384]), ('vitb', 128, [96, 192, 384, 768]), ('vitl', 256, [256, 512, 1024, 1024]))
+VIDEO = (50, 42, 56, 3)  # frames, height, width, channels (uint8)
 INPUTS = {'70x70': (1, 4, 3, 70, 70), '42x84': (2, 3, 3, 42, 84)}
 
 
@@ -62,7 +65,12 @@ def main(repo: Path) -> None:
         with torch.no_grad():
             outputs[size] = model(inputs[size])
         assert (outputs[size] > 0).float().mean() > 0.5, 'the depth is mostly zero: raise the last bias'
+    # their long-video inference: 50 frames in 32-frame windows (three), keyframes and scale-shift alignment; frames
+    # at 42x56 with input_size 42, so that their resize keeps the size (multiples of 14) and only normalises
+    frames = torch.randint(0, 256, VIDEO, generator=torch.Generator().manual_seed(9), dtype=torch.uint8).numpy()
+    video, _ = model.infer_video_depth(frames, 30, input_size=VIDEO[1], device='cpu', fp32=True)
     torch.save(dict(state={k: v.clone() for k, v in model.state_dict().items()}, inputs=inputs, outputs=outputs,
+                    video=dict(frames=torch.from_numpy(frames), depth=torch.from_numpy(video)),
                     full_sizes=full,
                     made_with=dict(repo='DepthAnything/Video-Depth-Anything',
                                    commit='4f5ae23172ba60fd7bc11ef671cca678842c7072', torch=str(torch.__version__))),
