@@ -16,14 +16,17 @@ Resolution sweep of the DPT ViT-B model, batch 1, SDPA vs explicit attention (ta
     python tools/benchmark.py --sweep 224 384 512 768 1024 --out docs/sweep.md
 Depth Anything V2 ViT-S vs transformers' DepthAnythingForDepthEstimation (forward, 518x518, peak memory):
     python tools/benchmark.py --depth-anything vits --dtypes fp32
+Video Depth Anything ViT-S vs the authors' code (a clone of DepthAnything/Video-Depth-Anything), one 8-frame clip:
+    python tools/benchmark.py --video-depth-anything vits ../Video-Depth-Anything --batch 8 --size 280
 On one GPU (under 5 minutes): DPT ViT-B/16 512x512, batch 8, bf16 training and inference img/s, peak memory:
     python tools/benchmark.py --dense --device cuda --dtypes bf16 --batch 8 --train
 
 Reference comparisons interleave the runs (ours, reference, reference, ours, ...) so that drift on a busy
 machine hits both alike; the ratio is the median over rounds of reference time / our time (> 1: ours faster).
 Peak memory: CUDA's allocator peak, or on CPU the peak of live tensor bytes created by the pass.
-Records: series benchmark.reference (default mode), benchmark.dpt, benchmark.depth_anything, benchmark.dense and
-benchmark.sweep; each row one record with every timed round's seconds.
+Records: series benchmark.reference (default mode), benchmark.dpt, benchmark.depth_anything,
+benchmark.video_depth_anything, benchmark.dense and benchmark.sweep; each row one record with every timed round's
+seconds.
 """
 from __future__ import annotations
 
@@ -71,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--depth-anything', choices=['vits', 'vitb', 'vitl'], default=None, metavar='ENCODER',
                         help="Depth Anything V2 (vits, vitb or vitl) forward vs transformers' "
                              "DepthAnythingForDepthEstimation, 518x518 unless --size")
+    parser.add_argument('--video-depth-anything', nargs=2, default=None, metavar=('ENCODER', 'REPO'),
+                        help="Video Depth Anything (vits, vitb or vitl) forward of one clip (--batch frames, default "
+                             "8; --size, default 280) vs the authors' VideoDepthAnything from REPO, a clone of "
+                             "DepthAnything/Video-Depth-Anything")
     parser.add_argument('--profile', type=int, default=0, metavar='RUNS',
                         help='with a reference comparison (backbones, --dpt, --depth-anything): also profile RUNS '
                              'runs of each side (torch.profiler, alternating) and print the aten operators ours '
@@ -98,6 +105,8 @@ def main(argv=None) -> list[dict]:
         return main_dpt(args)
     if args.depth_anything:
         return main_depth_anything(args)
+    if args.video_depth_anything:
+        return main_video_depth_anything(args, parser)
     import zoo
     from lab.benchmark.reference import COLUMNS, benchmark
     from lab.benchmark.tables import format_row, header_rows, markdown
@@ -189,6 +198,27 @@ def main_depth_anything(args) -> list[dict]:
     row_record('benchmark.depth_anything', rows[0], args, settings=['model', 'batch'],
                fixed={'size': f'{size}x{size}', 'dtype': 'fp32', 'reference': 'transformers'},
                rounds={'ours': 'ours_rounds', 'reference': 'hf_rounds'})
+    return rows
+
+
+def main_video_depth_anything(args, parser) -> list[dict]:
+    import torch
+
+    from lab.benchmark.tables import format_row, header_rows, markdown
+    from lab.benchmark.video_depth_anything import COLUMNS, SIZES, benchmark_video_depth_anything
+    encoder, repo = args.video_depth_anything
+    if encoder not in SIZES:
+        parser.error(f"--video-depth-anything: encoder {encoder!r} is none of {', '.join(SIZES)}")
+    size, frames, rounds = args.size or 280, (args.batch or [8])[0], default(args.iters, 5)
+    header = (f"Video Depth Anything vs the authors' code, forward fp32 of one clip of {frames} frames, {size}x{size}, "
+              f"{torch.get_num_threads()} threads; ratios = ours / theirs (< 1: ours better){policy_note(args)}")
+    print(header, *header_rows(COLUMNS), sep='\n')
+    rows = [benchmark_video_depth_anything(encoder, frames, size, rounds, Path(repo),
+                                           report=lambda row: print(format_row(row, COLUMNS), flush=True))]
+    write(args.out, markdown(rows, header, COLUMNS))
+    row_record('benchmark.video_depth_anything', rows[0], args, settings=['model', 'frames'],
+               fixed={'size': f'{size}x{size}', 'dtype': 'fp32', 'reference': 'authors'},
+               rounds={'ours': 'ours_rounds', 'reference': 'authors_rounds'})
     return rows
 
 
