@@ -13,6 +13,7 @@ class TokenGrid(tuple):
     nothing: each part computes what it needs."""
 
     def __new__(cls, grid):
-        self = super().__new__(cls, (grid[0], grid[1]))
+        h, w = grid  # any pair: a grid, or the generator FSDP rebuilds a tuple argument from (type(x)(...))
+        self = super().__new__(cls, (h, w))
         self.tables = {}
         return self
