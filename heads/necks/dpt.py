@@ -190,12 +190,23 @@ class DPTNeck(nn.Module):
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
         if self.level_mix is not None:
             maps, prefixes = self.level_mix(maps, prefixes)
+        return self.fuse(self.reassembled(maps, prefixes))
+
+    def reassembled(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+        """Each level's readout, projection and resampling (before its fusion conv), finest first."""
         prefixes = prefixes if prefixes is not None else [None] * len(maps)
-        levels = [conv(level(x, p)) for level, conv, x, p in zip(self.reassemble, self.convs, maps, prefixes)]
-        levels.reverse()  # deepest first
+        return [level(x, p) for level, x, p in zip(self.reassemble, maps, prefixes)]
+
+    def fuse(self, levels: list[torch.Tensor], after=None) -> list[torch.Tensor]:
+        """The reassembled ``levels`` (finest first) through their convs and the fusion blocks: the fused maps,
+        deepest first. ``after(i, fused)``: what fusion block i's result (deepest first) becomes before the next block
+        reads it (a subclass's extra step; none by default)."""
+        levels = [conv(x) for conv, x in zip(self.convs, levels)][::-1]  # deepest first
         fused, outputs = None, []
-        for block, x, size in zip(self.fusion, levels, self.fusion_sizes(levels)):
+        for i, (block, x, size) in enumerate(zip(self.fusion, levels, self.fusion_sizes(levels))):
             fused = block(x, size=size) if fused is None else block(fused, x, size=size)
+            if after is not None:
+                fused = after(i, fused)
             outputs.append(fused)
         return outputs
 

@@ -35,14 +35,6 @@ class VideoDepthAnythingNeck(DepthAnythingNeck):
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None,
                 frames: int = 1) -> list[torch.Tensor]:
-        prefixes = prefixes if prefixes is not None else [None] * len(maps)
-        levels = [level(x, p) for level, x, p in zip(self.reassemble, maps, prefixes)]
+        levels = self.reassembled(maps, prefixes)
         levels[2], levels[3] = self.temporal[0](levels[2], frames), self.temporal[1](levels[3], frames)
-        levels = [conv(x) for conv, x in zip(self.convs, levels)][::-1]  # deepest first
-        fused, outputs = None, []
-        for i, (block, x, size) in enumerate(zip(self.fusion, levels, self.fusion_sizes(levels))):
-            fused = block(x, size=size) if fused is None else block(fused, x, size=size)
-            if i < 2:
-                fused = self.temporal[2 + i](fused, frames)
-            outputs.append(fused)
-        return outputs
+        return self.fuse(levels, after=lambda i, fused: self.temporal[2 + i](fused, frames) if i < 2 else fused)
