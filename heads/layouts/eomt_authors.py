@@ -78,11 +78,6 @@ def convert_authors_eomt_state(state: dict, model=None) -> dict:
     return {**{f'backbone.{k}': v for k, v in encoder.items()}, **rename_keys(rest, _HEAD)}
 
 
-def _dinov3_name(key: str) -> str:
-    """An authors' encoder key -> the name transformers' DINOv3 file gives the same weight."""
-    return rename_keys({key[len(ENCODER):]: None}, _DINOV3).popitem()[0]
-
-
 def eomt_from_deltas(deltas: dict, dinov3: dict, name: str = 'deltas') -> dict:
     """The authors' full EoMT weights from a delta file and DINOv3's pretrained weights (a transformers
     DINOv3ViTModel state dict, ``layer.N`` or ``model.layer.N`` keys), as their LightningModule's delta mode adds
@@ -93,10 +88,13 @@ def eomt_from_deltas(deltas: dict, dinov3: dict, name: str = 'deltas') -> dict:
                                     f"network.q.weight and network.encoder.backbone.* keys)",
                                     "Give the delta file of an EoMT-DINOv3 release")
     dinov3 = {re.sub(r'^model\.layer\.', 'layer.', k): v for k, v in dinov3.items()}
+    # each authors' encoder key -> the name transformers' DINOv3 file gives the same weight
+    dinov3_names = {key: name for name, key in rename_keys(
+        {k[len(ENCODER):]: k for k in deltas if k.startswith(ENCODER)}, _DINOV3).items()}
     full = {}
     for key, delta in deltas.items():
         if key.startswith(ENCODER):
-            base_key = _dinov3_name(key)
+            base_key = dinov3_names[key]
             base = dinov3.get(base_key)
             if base is None or base.shape != delta.shape:
                 problem = 'missing' if base is None else f"of shape {tuple(base.shape)}, not {tuple(delta.shape)}"
