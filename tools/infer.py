@@ -42,6 +42,9 @@ Point clouds and video (depth models; see docs/depth.md, "Point clouds and video
   ``--static-threshold``; heads.evaluation.temporal), and writes it to ``<out>/temporal.json``. A relative model's
   disparity counts as depth 1 / disparity (up to scale). Where the figure is not defined (one frame: no pair; or no
   pair with a static pixel) the JSON holds null and a ``..._note`` saying why.
+  A video model's config (Video Depth Anything: ``VideoDepthEstimator``) predicts the sequence together, in
+  overlapping windows of clips aligned to each other (heads.Predictor.video; the frames must have one size), and
+  needs ``--sequence``.
 - ``--smooth ALPHA`` (with ``--sequence``): each frame's prediction aligned (scale and shift in disparity for a
   relative model, median scaling for a metric one) to an exponential moving average of the predictions (ALPHA in
   (0, 1]: the weight of the new frame; 1 = no smoothing); the pictures, raw predictions and PLY files are the
@@ -364,6 +367,10 @@ def main(argv=None) -> list[Path]:
     out = Path(args.out)
     predictor, classes, palette, relative = build_predictor(args)
     panoptic = panoptic_of(predictor.model)
+    video_model = hasattr(predictor.model, 'predict_sequence')
+    if video_model and not args.sequence:
+        raise SystemExit(f"error: {args.config}'s model ({type(predictor.model).__name__}) predicts clips of "
+                         f"consecutive frames: give the frames of one video in order with --sequence")
     images = list_images(args.inputs)
     try:
         bases = output_bases(images, out)  # refused before anything is predicted when an output would overwrite
@@ -373,11 +380,12 @@ def main(argv=None) -> list[Path]:
         check_tiles(images, args.tile, args.overlap, args.max_tiles)
     out.mkdir(parents=True, exist_ok=True)
     extras = CloudAndVideo(args, relative, out)
+    video = iter(predictor.video(images)) if video_model else None  # the whole sequence at once, in windows
     written, annotations = [], []
     for path in tqdm(images, desc='infer', unit='image'):
         base = bases[path]
         image = read_rgb(path)
-        prediction = predictor(image)
+        prediction = next(video) if video is not None else predictor(image)
         prediction = extras(path, image, prediction, base)  # --sequence / --smooth / --ply
         if panoptic is not None:  # label + instance * INSTANCE_OFFSET, num_classes = none
             num_classes, stuff = panoptic

@@ -137,7 +137,11 @@ class DenseModel(TaskModel):
         raise ValueError(f"mode must be 'tensor', 'loss' or 'predict', got {mode!r}")
 
     def predict(self, inputs: torch.Tensor, data_samples):
-        outputs = self.inference(inputs)
+        return self.store_predictions(self.inference(inputs), inputs, data_samples)
+
+    def store_predictions(self, outputs: torch.Tensor, inputs: torch.Tensor, data_samples):
+        """Each output of :meth:`inference` 'b k h w' put on its sample at the image's original size (the padding
+        cut off, or the whole padded output stretched onto the image with padding='resize')."""
         for out, sample in zip(outputs, data_samples):
             h, w = sample.metainfo.get('img_shape', inputs.shape[-2:])
             if self.inference_mode.resizes_padding:  # the whole padded input's output, stretched onto the image

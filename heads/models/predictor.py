@@ -47,15 +47,47 @@ class Predictor:
 
     @torch.no_grad()
     def __call__(self, image) -> np.ndarray:
-        image = read_rgb(image) if not isinstance(image, np.ndarray) else check_rgb(image)
-        original = image.shape[:2]
-        if self.scale:
-            h, w = keep_ratio_size(*original, self.scale)
-            image = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)
-        sample = BaseDataElement(metainfo={'ori_shape': original})
-        data = {'inputs': [torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))], 'data_samples': [sample]}
-        data = self.model.data_preprocessor(data, training=False)
-        sample = self.model(data['inputs'], data['data_samples'], mode='predict')[0]
+        if hasattr(self.model, 'predict_sequence'):
+            raise TypeError(f"this model ({type(self.model).__name__}) predicts clips of consecutive frames, not "
+                            f"single images: give it a video's frames in order with Predictor.video(frames)")
+        data = self.model.data_preprocessor(self.batch([image]), training=False)
+        return self.result(self.model(data['inputs'], data['data_samples'], mode='predict')[0])
+
+    @torch.no_grad()
+    def video(self, frames) -> list[np.ndarray]:
+        """Depth of a video's ``frames`` (paths or RGB uint8 'h w 3' arrays, in order, all one size), predicted
+        together by a video model (``predict_sequence``: overlapping windows of clips aligned to each other); one
+        float32 'h w' map per frame. All the frames are held in memory at the model's input size."""
+        if not hasattr(self.model, 'predict_sequence'):
+            raise TypeError(f"this model ({type(self.model).__name__}) predicts images one at a time: call the "
+                            f"Predictor on each frame, or use a video model (e.g. VideoDepthEstimator)")
+        data = self.model.data_preprocessor(self.batch(frames, one_size=True), training=False)
+        return [self.result(sample) for sample in self.model.predict_sequence(data['inputs'], data['data_samples'])]
+
+    def batch(self, images, one_size: bool = False) -> dict:
+        """The data_preprocessor's input for ``images`` (paths or RGB arrays), each resized by ``predict_scale``;
+        ``one_size``: refuse images of different sizes (a video's frames), naming the first that differs."""
+        inputs, samples = [], []
+        for index, image in enumerate(images):
+            name = image if not isinstance(image, np.ndarray) else f'frame {index}'
+            image = read_rgb(image) if not isinstance(image, np.ndarray) else check_rgb(image)
+            original = image.shape[:2]
+            if one_size and samples and original != samples[0].metainfo['ori_shape']:
+                raise ValueError(f"{name} is {original[0]}x{original[1]}, but the video's first frame is "
+                                 f"{samples[0].metainfo['ori_shape'][0]}x{samples[0].metainfo['ori_shape'][1]}: the "
+                                 f"frames of one video must all have one size")
+            if self.scale:
+                h, w = keep_ratio_size(*original, self.scale)
+                image = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)
+            samples.append(BaseDataElement(metainfo={'ori_shape': original}))
+            inputs.append(torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))))
+        if not inputs:
+            raise ValueError('no image to predict')
+        return {'inputs': inputs, 'data_samples': samples}
+
+    @staticmethod
+    def result(sample) -> np.ndarray:
+        """The label map, panoptic map or depth map a predicted sample holds, as a numpy array."""
         if 'pred_sem_seg' in sample:
             return sample.pred_sem_seg.data[0].cpu().numpy()
         if 'pred_panoptic_seg' in sample:

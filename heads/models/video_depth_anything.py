@@ -14,12 +14,16 @@ relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs);
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 from einops import rearrange
 
 from ..registry import MODELS
 from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
 from .depth_estimator import DepthEstimator
+from .inference import flip_average
 from .video_windows import VideoWindows, video_depth
 
 #: the released encoders (DepthAnything/Video-Depth-Anything run.py's model_configs: Depth Anything V2's sizes)
@@ -47,22 +51,48 @@ class VideoDepthEstimator(DepthEstimator):
     @torch.no_grad()
     def predict_clips(self, clips: torch.Tensor) -> torch.Tensor:
         """Depth of normalised clips 'b t 3 H W' (t at most the neck's ``max_frames``) -> 'b t H W'."""
-        b, t = clips.shape[:2]
-        frames, self.frames = self.frames, t
-        try:
-            depth = self.predict_tensor(rearrange(clips, 'b t c h w -> (b t) c h w'))
-        finally:
-            self.frames = frames
+        b = clips.shape[0]
+        depth = self.over_clips(self.predict_tensor, rearrange(clips, 'b t c h w -> (b t) c h w'), clips.shape[1])
         return rearrange(depth, '(b t) 1 h w -> b t h w', b=b)
+
+    def over_clips(self, infer: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor,
+                   frames: int) -> torch.Tensor:
+        """``infer(inputs)`` with the batch '(b t) 3 H W' read as clips of ``frames`` frames (``self.frames`` is
+        put back afterwards)."""
+        previous, self.frames = self.frames, frames
+        try:
+            return infer(inputs)
+        finally:
+            self.frames = previous
 
     @torch.no_grad()
     def predict_video(self, frames: torch.Tensor, windows: VideoWindows | None = None) -> torch.Tensor:
         """Depth 'n H W' of a video of any length, normalised frames 'n 3 H W', by overlapping windows aligned to
         each other (:mod:`.video_windows`; the released models': windows of 32 frames); a metric model's windows are
         not rescaled."""
-        windows = windows or VideoWindows()
-        return video_depth(lambda clip: self.predict_clips(clip[None])[0], frames,
-                           metric=self.decode_head.mode == 'metric', windows=windows)
+        return self.video_inference(self.predict_tensor, frames, windows)[:, 0]
+
+    def video_inference(self, infer: Callable[[torch.Tensor], torch.Tensor], frames: torch.Tensor,
+                        windows: VideoWindows | None = None) -> torch.Tensor:
+        """``infer`` ('t 3 H W' -> 't 1 h w', one clip) over a video's frames 'n 3 H W' by aligned windows
+        -> 'n 1 h w'."""
+        return video_depth(lambda clip: self.over_clips(infer, clip, clip.shape[0])[:, 0], frames,
+                           metric=self.decode_head.mode == 'metric', windows=windows or VideoWindows())[:, None]
+
+    @torch.no_grad()
+    def predict_sequence(self, inputs: torch.Tensor, data_samples, windows: VideoWindows | None = None):
+        """The frames of one video in order, preprocessed as one batch 'n 3 H W' (``data_preprocessor``), predicted
+        by :meth:`video_inference` with the configured whole-image strategy (``test_cfg``: flip, padding) and put
+        on their samples at each frame's original size, as :meth:`predict` does for images. A sliding-window or
+        tiled ``test_cfg`` is refused: its windows would cut each frame, not the video."""
+        mode = self.inference_mode
+        if mode.mode != 'whole':
+            raise ValueError(f"a video is predicted whole-frame: this model's test_cfg mode={mode.mode!r} cuts "
+                             f"frames into windows or tiles; use test_cfg=dict(mode='whole') for video")
+        infer = self.head_output if mode.resizes_padding else self.predict_tensor
+        if mode.flip:
+            infer = partial(flip_average, infer)
+        return self.store_predictions(self.video_inference(infer, inputs, windows), inputs, data_samples)
 
 
 def video_depth_anything_config(encoder: str = 'vits', metric: bool = False, frames: int = 32,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -28,12 +29,16 @@ def reference():
     return torch.load(REFERENCE, weights_only=True)
 
 
-def small(metric: bool = False):
+def small_cfg(metric: bool = False) -> dict:
     """Ours at the reference's sizes: DINOv2 width 32, 2 heads, MLP ratio 2; neck widths 32."""
     cfg = video_depth_anything_config('vits', metric=metric, embed_dim=32, num_heads=2, mlp_ratio=2.0)
     cfg['neck'].update(hidden_channels=(32, 32, 32, 32), fusion_channels=32)
     cfg['decode_head'].update(in_channels=32)
-    return MODELS.build(cfg).eval()
+    return cfg
+
+
+def small(metric: bool = False):
+    return MODELS.build(small_cfg(metric)).eval()
 
 
 def assert_their_depth(model, reference) -> None:
@@ -89,6 +94,23 @@ def test_a_long_video_in_overlapping_windows_gives_their_aligned_depth(reference
     assert (got - want).abs().max() <= 1e-4 * want.abs().max()
     windowed = model.predict_clips(x[None, :32])[0]  # the first window as it is; the rest moved by the alignment
     assert torch.allclose(got[:24], windowed[:24], rtol=1e-5, atol=1e-6)
+
+
+def test_the_predictor_runs_a_video_of_frames_as_their_long_video_inference(reference, tmp_path):
+    """heads.Predictor.video: the 50 frames as uint8 images, normalised by the config's preprocessor, in windows
+    (their infer_video_depth); a single image is refused, as are frames of two sizes, naming the frame."""
+    from heads import Predictor
+    path = tmp_path / 'vda.pth'
+    torch.save(reference['state'], path)
+    predictor = Predictor({'model': small_cfg()}, path)
+    frames, want = reference['video']['frames'].numpy(), reference['video']['depth']
+    got = predictor.video(list(frames))
+    assert len(got) == 50 and got[0].shape == (42, 56)
+    assert abs(torch.from_numpy(np.stack(got)) - want).max() <= 1e-4 * want.abs().max()
+    with pytest.raises(TypeError, match='clips of consecutive frames'):
+        predictor(frames[0])
+    with pytest.raises(ValueError, match='frame 1 is 28x56, but the video'):
+        predictor.video([frames[0], frames[1, :28]])
 
 
 def test_window_settings_are_checked():
