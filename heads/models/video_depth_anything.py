@@ -4,8 +4,9 @@ attention in its DPT neck (:class:`heads.necks.VideoDepthAnythingNeck`), depth c
 :class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each
 clip's ``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
 :meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'; :meth:`VideoDepthEstimator.predict_video` a video of any
-length, in overlapping windows aligned as the authors' ``infer_video_depth``). Losses, predictions and metrics are per
-frame, as a DepthEstimator's.
+length, in overlapping windows aligned as the authors' ``infer_video_depth``; :meth:`VideoDepthEstimator.stream` one
+frame at a time, as their streaming model ``video_depth_stream``: :mod:`.video_stream`). Losses, predictions and
+metrics are per frame, as a DepthEstimator's.
 
 ``video_depth_anything_config(encoder, metric)`` is the model config of the released sizes: 'vits', 'vitb', 'vitl',
 relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs); the authors' checkpoints
@@ -20,10 +21,13 @@ from functools import partial
 import torch
 from einops import rearrange
 
+from ..necks.temporal import TemporalCache
 from ..registry import MODELS
 from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
 from .depth_estimator import DepthEstimator
 from .inference import flip_average
+from .segmentor import resize_to
+from .video_stream import VideoDepthStream
 from .video_windows import VideoWindows, video_depth
 
 #: the released encoders (DepthAnything/Video-Depth-Anything run.py's model_configs: Depth Anything V2's sizes)
@@ -93,6 +97,20 @@ class VideoDepthEstimator(DepthEstimator):
         if mode.flip:
             infer = partial(flip_average, infer)
         return self.store_predictions(self.video_inference(infer, inputs, windows), inputs, data_samples)
+
+    @torch.no_grad()
+    def predict_next(self, frames: torch.Tensor, cache: TemporalCache) -> torch.Tensor:
+        """Depth 'b H W' of the next frame of ``b`` streams, normalised 'b 3 H W': its temporal attentions also attend
+        the frames whose states ``cache`` holds (its context; none: the first frame) and record this frame's in it.
+        One step of :class:`.video_stream.VideoDepthStream`, which keeps the cache."""
+        maps, prefixes = self.backbone.forward_taps(frames)
+        features = self.neck(maps, prefixes, frames=1, cache=cache)
+        return resize_to(self.decode_head(self.head_input(features, self.decode_head)), frames.shape[-2:])[:, 0]
+
+    def stream(self, **window) -> VideoDepthStream:
+        """A :class:`.video_stream.VideoDepthStream` of this model (the authors' streaming inference): call it on
+        each frame in turn; ``window``: its ``length`` and ``kept`` (the released models': 32, 41)."""
+        return VideoDepthStream(self, **window)
 
 
 def video_depth_anything_config(encoder: str = 'vits', metric: bool = False, frames: int = 32,

@@ -3,9 +3,9 @@ from .depth_anything import DepthAnythingNeck
 from .dpt import DPTNeck, FusionBlock, Readout, ReassembleLevel, ResidualConvUnit
 from .levels import PyramidLevels
 from .pyramid import HierarchicalFPN, LayerNorm2d, SimpleFeaturePyramid, pyramid_for
-from .temporal import TemporalBlock, TemporalModule
+from .temporal import FrameQKV, TemporalBlock, TemporalCache, TemporalModule
 from .video_depth_anything import VideoDepthAnythingNeck
 
-__all__ = ['DPTNeck', 'DepthAnythingNeck', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'PyramidLevels', 'Readout',
-           'ReassembleLevel', 'ResidualConvUnit', 'SimpleFeaturePyramid', 'TemporalBlock', 'TemporalModule',
-           'VideoDepthAnythingNeck', 'pyramid_for']
+__all__ = ['DPTNeck', 'DepthAnythingNeck', 'FrameQKV', 'FusionBlock', 'HierarchicalFPN', 'LayerNorm2d', 'PyramidLevels',
+           'Readout', 'ReassembleLevel', 'ResidualConvUnit', 'SimpleFeaturePyramid', 'TemporalBlock', 'TemporalCache',
+           'TemporalModule', 'VideoDepthAnythingNeck', 'pyramid_for']

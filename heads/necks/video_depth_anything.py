@@ -2,8 +2,10 @@
 (:class:`.temporal.TemporalModule`) on the two coarsest reassembled levels, before their fusion convs, and after
 the two deepest fusion blocks, so that the depth of a frame sees the clip's other frames.
 
-``forward(maps, prefixes=None, frames=t)`` takes the backbone's maps of a batch of whole clips, '(b t) c h w', each
-clip's ``t`` frames consecutive.
+``forward(maps, prefixes=None, frames=t, cache=None)`` takes the backbone's maps of a batch of whole clips,
+'(b t) c h w', each clip's ``t`` frames consecutive; with a :class:`.temporal.TemporalCache` (streaming), the ``t``
+frames follow the cached ones: the four temporal modules read their context from it, in the order they run
+(``temporal.0`` .. ``temporal.3``), and record the new frames' states in it.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from torch import nn
 
 from ..registry import MODELS
 from .depth_anything import DepthAnythingNeck
-from .temporal import TemporalModule
+from .temporal import TemporalCache, TemporalModule
 
 
 @MODELS.register_module()
@@ -34,7 +36,8 @@ class VideoDepthAnythingNeck(DepthAnythingNeck):
         self.temporal = nn.ModuleList(TemporalModule(c, temporal_heads, max_frames=max_frames) for c in widths)
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None,
-                frames: int = 1) -> list[torch.Tensor]:
+                frames: int = 1, cache: TemporalCache | None = None) -> list[torch.Tensor]:
         levels = self.reassembled(maps, prefixes)
-        levels[2], levels[3] = self.temporal[0](levels[2], frames), self.temporal[1](levels[3], frames)
-        return self.fuse(levels, after=lambda i, fused: self.temporal[2 + i](fused, frames) if i < 2 else fused)
+        levels[2] = self.temporal[0](levels[2], frames, cache)
+        levels[3] = self.temporal[1](levels[3], frames, cache)
+        return self.fuse(levels, after=lambda i, fused: self.temporal[2 + i](fused, frames, cache) if i < 2 else fused)
