@@ -14,11 +14,11 @@ file carries the preprocessing, inference strategy, resize and class names (head
 `tools/infer.py MODEL.onnx IMAGES --out DIR` predicts as with the checkpoint (mask models too: their semantic,
 instance and panoptic post-processing runs on the file's class and mask logits).
 Input height and width must be multiples of what the model needs (printed; 32 for ViT/16). The export is dynamic:
-without --size it traces at a size that suits the model (non-square: its smallest trace side, one multiple wider;
-for Swin every stage's map wider than its window, e.g. 256x288 for Swin-T), and a --size it cannot trace at is
-refused in one line naming one to use. --check compares
-the export with PyTorch on random inputs of those sizes (onnxruntime for ONNX, the program's module for
---format program), prints the max abs difference and exits with 1 if one exceeds --tolerance.
+without --size it traces at a size that suits the model (heads.export.sizes.trace_size: its smallest trace side, and
+wider down to the coarsest map; for Swin every stage's map wider than its window, e.g. 256x288 for Swin-T), and a --size
+it cannot trace at is refused in one line naming one to use. --check compares the export with PyTorch on random inputs
+of those sizes (onnxruntime for ONNX, the program's module for --format program), prints the max abs difference and
+exits with 1 if one exceeds --tolerance.
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--format', choices=('onnx', 'program'), default='onnx',
                         help='onnx, or program: a torch.export program saved with torch.export.save (.pt2)')
     parser.add_argument('--size', type=int, nargs=2, metavar=('H', 'W'),
-                        help='example input size traced (default: the smallest side the model traces at, and one '
-                             'multiple wider; the exported graph takes other sizes)')
+                        help='example input size traced (default: the smallest side the model traces at, and wider '
+                             'down to the coarsest map; the exported graph takes other sizes)')
     parser.add_argument('--check', type=int, nargs=2, action='append', default=[], metavar=('H', 'W'),
                         help='compare with PyTorch at this input size after exporting (repeatable)')
     parser.add_argument('--tolerance', type=float, default=1e-3, help='largest max abs difference --check accepts')
@@ -106,13 +106,13 @@ def main(argv=None) -> int:
         min_side,
         required_multiple,
     )
-    from heads.export.sizes import check_trace_size, trace_side
+    from heads.export.sizes import check_trace_size, trace_side, trace_size
     with stage('building the model'):
         model = build_model(args)
     multiple = required_multiple(exportable(model))
     smallest = min_side(model, multiple)
     tracing = trace_side(model, multiple)
-    size = tuple(args.size) if args.size else (tracing, tracing + multiple)
+    size = tuple(args.size) if args.size else trace_size(model, multiple)
     try:
         check_trace_size(size, multiple, tracing, smallest)
         checks = [check_size(s, multiple, smallest if args.format == 'program' else None) for s in args.check]

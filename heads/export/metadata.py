@@ -30,7 +30,7 @@ from .onnx_file import EXPORT_AGAIN, OnnxFileError, check_external_data, check_i
 def task_metadata(model: nn.Module) -> dict:
     """The model part of the metadata of a task model: a dense one (:class:`heads.models.dense_model.DenseModel`)
     or a mask-classification one (Mask2Former, EoMT: ``task`` 'MaskClassifier', ``outputs`` its two output names,
-    ``output`` the first; ``model`` the class name)."""
+    ``output`` the first; ``model`` the class name); a video model's also ``clip``: ``{'max_frames': n}``."""
     from ..models.depth_estimator import DepthEstimator
     from ..models.mask_classifier import MaskClassificationModel
     pre = model.data_preprocessor
@@ -40,6 +40,8 @@ def task_metadata(model: nn.Module) -> dict:
                 'output': 'class_logits', 'outputs': ['class_logits', 'mask_logits']}
     else:
         task = {'task': 'DepthEstimator' if depth else 'Segmentor', 'output': 'depth' if depth else 'seg_logits'}
+    if hasattr(model, 'predict_sequence'):  # a video model: the graph is one clip of at most max_frames frames
+        task['clip'] = {'max_frames': int(model.neck.max_frames)}
     return {'version': VERSION, **task, 'relative': bool(getattr(model, 'relative', False)),
             'preprocessor': {'mean': pre.mean.flatten().tolist(), 'std': pre.std.flatten().tolist(),
                              'size_divisor': int(pre.size_divisor), 'pad_val': float(pre.pad_val),

@@ -13,7 +13,7 @@ from .metadata import task_metadata, write_metadata
 from .onnx_file import onnx_session
 from .program import INPUT_DIMS, export_program
 from .sizes import check_size, required_multiple
-from .wrappers import TensorOutputs, exportable
+from .wrappers import ClipOutputs, TensorOutputs, exportable
 
 SINGLE_FILE_BYTES = 1800 * 2 ** 20  # weights above this go to PATH.data (protobuf files are limited to 2 GiB)
 
@@ -53,7 +53,7 @@ def export_onnx(model: nn.Module, path, example_size=None, opset: int | None = N
                          f"than the traced one: {problem}; some size inside the graph was kept at its traced value "
                          f"(a guard on a dynamic size, a decomposition indexing at the traced size); refused "
                          f"({path} removed)")
-    task = task_metadata(module.model) if isinstance(module, TensorOutputs) else {}
+    task = task_metadata(module.model) if isinstance(module, (TensorOutputs, ClipOutputs)) else {}
     if task or metadata:
         write_metadata(path, {**task, **(metadata or {})})
     return path
@@ -92,10 +92,11 @@ def other_size_problem(path, module: nn.Module, program: ExportedProgram, tolera
 
 
 def onnx_fixed_dims(path) -> list[str]:
-    """The names ('batch', 'height', 'width') of the dimensions the ONNX file's image input holds fixed."""
+    """The names ('batch', 'height', 'width') of the dimensions the ONNX file's image input holds fixed: a number,
+    or a symbol that is a number (the translator names a dimension the program specialised by its value: '28')."""
     import onnx
     dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
-    return [name for name, i in INPUT_DIMS if not dims[i].dim_param]
+    return [name for name, i in INPUT_DIMS if not dims[i].dim_param or dims[i].dim_param.isdigit()]
 
 
 def run_onnx(model, x: torch.Tensor | np.ndarray) -> list[np.ndarray]:

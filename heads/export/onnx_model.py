@@ -1,14 +1,15 @@
 """An exported task model run through onnxruntime with the checkpoint's own pre- and post-processing.
 
-:class:`OnnxTaskModel` (DPT, UperNet: one dense output) and :class:`OnnxMaskModel` (Mask2Former, EoMT: class and
-mask logits) stand where the PyTorch task model stands in ``heads.Predictor`` and in an evaluation loop:
-``model.data_preprocessor(data)`` (the same :class:`heads.models.preprocessor.DensePreprocessor`, built from the
-file's metadata, :mod:`heads.export.metadata`) then ``model(inputs, data_samples, mode='predict')``. The prediction
-runs the task model's own code: for a dense model :meth:`DenseModel.inference` (whole image, sliding window, tiles,
-flip), :meth:`DenseModel.predict` (crop of the padding, resize to the original size) and the task's
-``store_prediction``; for a mask model :meth:`MaskClassificationModel.predict` (semantic, instance and panoptic
-results by the file's ``test_cfg``, sliding window for semantic ones). Only the network is the ONNX graph: 'b 3 H W'
--> the output at the input size (``mode='tensor'``), or the class and mask logits.
+:class:`OnnxTaskModel` (DPT, UperNet: one dense output), :class:`OnnxVideoModel` (a video model's clip) and
+:class:`OnnxMaskModel` (Mask2Former, EoMT: class and mask logits) stand where the PyTorch task model stands in
+``heads.Predictor`` and in an evaluation loop: ``model.data_preprocessor(data)`` (the same
+:class:`heads.models.preprocessor.DensePreprocessor`, built from the file's metadata, :mod:`heads.export.metadata`) then
+``model(inputs, data_samples, mode='predict')``. The prediction runs the task model's own code: for a dense model
+:meth:`DenseModel.inference` (whole image, sliding window, tiles, flip), :meth:`DenseModel.predict` (crop of the
+padding, resize to the original size) and the task's ``store_prediction``; for a mask model
+:meth:`MaskClassificationModel.predict` (semantic, instance and panoptic results by the file's ``test_cfg``, sliding
+window for semantic ones). Only the network is the ONNX graph: 'b 3 H W' -> the output at the input size
+(``mode='tensor'``), or the class and mask logits.
 
 :func:`load_onnx_model` opens either kind by the file's ``task``; :class:`OnnxPredictor` is :class:`heads.Predictor`
 for such a file: the same call, the same resize.
@@ -28,6 +29,7 @@ from ..models.mask_classifier import MaskClassificationModel
 from ..models.predictor import Predictor
 from ..models.preprocessor import DensePreprocessor
 from ..models.segmentor import Segmentor
+from ..models.video_depth_anything import VideoDepthEstimator
 from .metadata import read_metadata
 from .onnx_file import OnnxFileError, open_session, run_session
 
@@ -101,6 +103,7 @@ class OnnxTaskModel(OnnxModel):
     # store_prediction)
     inference = DenseModel.inference
     predict = DenseModel.predict
+    store_predictions = DenseModel.store_predictions
 
     def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
                  metadata: dict | None = None):
@@ -174,11 +177,32 @@ class OnnxMaskModel(OnnxModel):
         return self.forward_logits(inputs)[:2]
 
 
+class OnnxVideoModel(OnnxTaskModel):
+    """``OnnxVideoModel(path, threads=None, test_cfg=None)``: the ONNX file of a video model's clip (Video Depth
+    Anything; :class:`heads.export.wrappers.ClipOutputs`: 't 3 H W' -> 't 1 H W', the batch being one clip of at
+    most the file's ``clip['max_frames']`` frames) predicting a video's frames by the model's own windows
+    (:meth:`VideoDepthEstimator.predict_sequence`), as ``heads.Predictor.video`` runs it."""
+
+    predict_sequence = VideoDepthEstimator.predict_sequence
+    video_inference = VideoDepthEstimator.video_inference
+    over_clips = VideoDepthEstimator.over_clips
+
+    def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
+                 metadata: dict | None = None):
+        super().__init__(path, threads, test_cfg, metadata)
+        self.frames = self.max_frames = int(self.metadata['clip']['max_frames'])
+
+    def predict(self, inputs, data_samples):
+        raise ValueError(f"{self.path} is a video model's clip graph: predict a video's frames in order "
+                         f"(heads.Predictor.video, tools/infer.py --sequence), not single images")
+
+
 def load_onnx_model(path, threads: int | None = None, test_cfg: dict | None = None) -> OnnxModel:
     """The ONNX file ``path`` as the task model its metadata names: :class:`OnnxMaskModel` for Mask2Former and
-    EoMT, :class:`OnnxTaskModel` for the dense ones."""
+    EoMT, :class:`OnnxVideoModel` for a video model's clip, :class:`OnnxTaskModel` for the other dense ones."""
     meta = read_metadata(path)
-    return (OnnxMaskModel if meta['task'] == MASK_TASK else OnnxTaskModel)(path, threads, test_cfg, metadata=meta)
+    kind = OnnxMaskModel if meta['task'] == MASK_TASK else OnnxVideoModel if meta.get('clip') else OnnxTaskModel
+    return kind(path, threads, test_cfg, metadata=meta)
 
 
 class OnnxPredictor(Predictor):

@@ -12,18 +12,18 @@ from zoo.core import Attention, set_fused_attention
 from .compare import max_abs_diffs
 from .limits import refuse_inexact
 from .sizes import check_trace_size, min_side, required_multiple, trace_side, trace_size
-from .wrappers import exportable
+from .wrappers import MAX_BATCH, exportable
 
-MAX_BATCH = 1024
 INPUT_DIMS = (('batch', 0), ('height', 2), ('width', 3))  # the dynamic dims of the 'b 3 h w' input
 
 
-def dynamic_hw(multiple: int, minimum: int, maximum: int) -> tuple[dict, ...]:
-    """``dynamic_shapes`` for one 'b 3 h w' input: b from 1 to :data:`MAX_BATCH`; h and w derived dims
-    ``multiple * k``, minimum <= side <= maximum."""
+def dynamic_hw(multiple: int, minimum: int, maximum: int, max_batch: int = MAX_BATCH) -> tuple[dict, ...]:
+    """``dynamic_shapes`` for one 'b 3 h w' input: b from 1 to ``max_batch`` (the wrapper's: an image model's
+    :data:`~heads.export.wrappers.MAX_BATCH`, a video model's clip length); h and w derived dims ``multiple * k``,
+    minimum <= side <= maximum."""
     lo = minimum // multiple
     hi = max(maximum // multiple, lo + 1)
-    return ({0: Dim('batch', min=1, max=MAX_BATCH), 2: multiple * Dim('h', min=lo, max=hi),
+    return ({0: Dim('batch', min=1, max=max_batch), 2: multiple * Dim('h', min=lo, max=hi),
              3: multiple * Dim('w', min=lo, max=hi)},)
 
 
@@ -87,7 +87,7 @@ def export_program(model: nn.Module, example_size=None, multiple: int | None = N
                    max_side: int = 4096) -> ExportedProgram:
     """``torch.export.export`` of ``model`` (wrapped by :func:`heads.export.exportable`, so in eval mode) traced
     at ``example_size`` (h, w; default :func:`heads.export.sizes.trace_size`: the model's smallest trace side and
-    one multiple wider), with a dynamic batch (1 to :data:`MAX_BATCH`), height and width: any multiple of
+    one multiple wider), with a dynamic batch (1 to the wrapper's ``max_batch``), height and width: any multiple of
     ``multiple`` (default and smallest allowed: :func:`heads.export.required_multiple`) from
     :func:`heads.export.min_side` to ``max_side``.
 
@@ -111,7 +111,8 @@ def export_program(model: nn.Module, example_size=None, multiple: int | None = N
     with explicit_attention(module), constant_schedules(module):
         try:
             program = torch.export.export(module, (example_input(module, example_size),),
-                                          dynamic_shapes=dynamic_hw(multiple, minimum, max_side), strict=False)
+                                          dynamic_shapes=dynamic_hw(multiple, minimum, max_side, module.max_batch),
+                                          strict=False)
         except torch._dynamo.exc.UserError as error:  # the trace fixed a size marked dynamic
             specialised = [line.strip() for line in str(error).splitlines() if 'specialized' in line]
             if not specialised:

@@ -7,6 +7,8 @@ windowed attention (:class:`zoo.core.ShiftedWindowAttention`: Swin) from the win
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -79,11 +81,18 @@ def trace_side(model: nn.Module, multiple: int | None = None) -> int:
 
 
 def trace_size(model: nn.Module, multiple: int | None = None) -> tuple[int, int]:
-    """The size an export traces at unless told otherwise: (:func:`trace_side`, one multiple wider), non-square
-    (sides that differ keep the trace from relating height and width)."""
+    """The size an export traces at unless told otherwise: (:func:`trace_side`, the next multiple at which the
+    coarsest map is wider than it is high), non-square down to the coarsest map (sides that differ keep the trace
+    from relating height and width: Depth Anything's 42x56 has a 2x2 coarsest map at stride 28, whose equal sides
+    let a reshape by the map's height and width fix the height; 42x70 has 2x3). One multiple wider where the
+    multiple is the coarsest stride (ViT/16: 32x48)."""
     multiple = multiple or required_multiple(model)
     side = trace_side(model, multiple)
-    return side, side + multiple
+    coarsest = exportable(model).model.coarsest_stride
+    width = side + multiple
+    while math.ceil(width / coarsest) == math.ceil(side / coarsest):
+        width += multiple
+    return side, width
 
 
 def check_trace_size(size, multiple: int, minimum: int, smallest: int) -> tuple[int, int]:

@@ -1,5 +1,6 @@
 """Tensor-in / tensors-out modules around models whose forward is not (what torch.export and ONNX trace): a task model
-(DPT, UperNet: one dense output; Mask2Former, EoMT: class and mask logits) or a backbone's maps."""
+(DPT, UperNet: one dense output; Mask2Former, EoMT: class and mask logits), a video model's clip, or a backbone's
+maps. Each holds ``max_batch``: the largest batch its graph takes."""
 from __future__ import annotations
 
 import torch
@@ -10,8 +11,10 @@ from zoo.contract import Backbone
 from ..models.dense_model import DenseModel
 from ..models.depth_estimator import DepthEstimator
 from ..models.mask_classifier import MaskClassificationModel
+from ..models.video_depth_anything import VideoDepthEstimator
 
 MASK_OUTPUTS = ['class_logits', 'mask_logits']  # a mask-classification model's outputs, in its 'tensor' order
+MAX_BATCH = 1024  # the largest batch of an exported image model
 
 
 class TensorOutputs(nn.Module):
@@ -23,6 +26,8 @@ class TensorOutputs(nn.Module):
     - a mask-classification model (Mask2Former, EoMT): the tuple (class logits 'b q c+1', mask logits 'b q h w' at
       the model's mask stride), named :data:`MASK_OUTPUTS`.
     """
+
+    max_batch = MAX_BATCH
 
     def __init__(self, model: DenseModel | MaskClassificationModel):
         super().__init__()
@@ -37,10 +42,28 @@ class TensorOutputs(nn.Module):
         return tuple(out) if isinstance(out, (tuple, list)) else out
 
 
+class ClipOutputs(nn.Module):
+    """A video model (:class:`~heads.models.video_depth_anything.VideoDepthEstimator`) as one clip: normalised frames
+    't 3 H W' -> depth 't 1 H W' ('depth'), the batch being the clip's frames (1 to the neck's ``max_frames``,
+    ``max_batch``); a longer video runs in windows of clips (:mod:`heads.models.video_windows`)."""
+
+    output_names = ['depth']
+
+    def __init__(self, model: VideoDepthEstimator):
+        super().__init__()
+        self.model = model
+        self.max_batch = model.neck.max_frames
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model.over_clips(self.model.predict_tensor, x, x.shape[0])
+
+
 class MapOutputs(nn.Module):
     """A backbone (:mod:`zoo.contract`: a zoo backbone, :class:`heads.detection.PyramidBackbone`) returning its maps as
     a tuple: 'b 3 H W' -> ('b c H/s W/s' for s in ``model.out_strides``), outputs named 'stride4', 'stride8', ...;
     maps that share a stride (the taps of a plain ViT) are named by tap and stride: 'tap0_stride16', ..."""
+
+    max_batch = MAX_BATCH
 
     def __init__(self, model: Backbone):
         super().__init__()
@@ -55,9 +78,12 @@ class MapOutputs(nn.Module):
 
 def exportable(model: nn.Module) -> nn.Module:
     """``model`` as a tensor-in / tensors-out module in eval mode (already wrapped models are returned as they
-    are): a task model in :class:`TensorOutputs`, a backbone (:mod:`zoo.contract`) in :class:`MapOutputs`."""
-    if isinstance(model, (TensorOutputs, MapOutputs)):
+    are): a video model in :class:`ClipOutputs`, another task model in :class:`TensorOutputs`, a backbone
+    (:mod:`zoo.contract`) in :class:`MapOutputs`."""
+    if isinstance(model, (TensorOutputs, ClipOutputs, MapOutputs)):
         wrapped = model
+    elif isinstance(model, VideoDepthEstimator):
+        wrapped = ClipOutputs(model)
     elif isinstance(model, (DenseModel, MaskClassificationModel)):
         wrapped = TensorOutputs(model)
     elif isinstance(model, Backbone):

@@ -82,8 +82,9 @@ class DenseModel(TaskModel):
 
     @property
     def coarsest_stride(self) -> int:
-        """The largest stride of any map the model computes."""
-        return max(*self.backbone.out_strides, *self.neck.level_strides)
+        """The largest stride of any map the model computes (a neck whose maps go coarser than its levels' strides
+        says so by its ``coarsest_stride``: Depth Anything's)."""
+        return max(*self.backbone.out_strides, *self.neck.level_strides, getattr(self.neck, 'coarsest_stride', 0))
 
     def prepare_convolutional_parts(self, *parts) -> None:
         """Conv weights in channels-last layout with ``channels_last`` (faster convolutions on CPU and GPU; token

@@ -81,7 +81,7 @@ class VideoDepthEstimator(DepthEstimator):
         """``infer`` ('t 3 H W' -> 't 1 h w', one clip) over a video's frames 'n 3 H W' by aligned windows
         -> 'n 1 h w'."""
         return video_depth(lambda clip: self.over_clips(infer, clip, clip.shape[0])[:, 0], frames,
-                           metric=self.decode_head.mode == 'metric', windows=windows or VideoWindows())[:, None]
+                           metric=not self.relative, windows=windows or VideoWindows())[:, None]
 
     @torch.no_grad()
     def predict_sequence(self, inputs: torch.Tensor, data_samples, windows: VideoWindows | None = None):

@@ -7,6 +7,7 @@ released models; 'project' is the official ``use_clstoken=True``).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -21,7 +22,8 @@ class DepthAnythingNeck(DPTNeck):
 
     ``reassemble_factors``: each level's resampling of the patch grid (transformers' ``reassemble_factors``);
     ``hidden_channels``: its width (``neck_hidden_sizes``, the official ``out_channels``); ``fusion_channels``:
-    ``fusion_hidden_size`` (the official ``features``). Inputs need only be multiples of the patch size.
+    ``fusion_hidden_size`` (the official ``features``). Inputs need only be multiples of the patch size
+    (``level_strides``: the patch's); ``coarsest_stride``: that of its coarsest map (the x0.5 level's, 28).
     """
 
     def __init__(self, in_channels: Sequence[int], in_strides: Sequence[int], prefix_names: Sequence[str] = (),
@@ -35,6 +37,7 @@ class DepthAnythingNeck(DPTNeck):
                          out_strides=[s / f for s, f in zip(in_strides, reassemble_factors)],
                          fusion_channels=fusion_channels, fusion_batch_norm=fusion_batch_norm, fusion_bias=True)
         self.level_strides = list(in_strides)  # fusion follows the levels' sizes: any multiple of the patch works
+        self.coarsest_stride = math.ceil(max(s / f for s, f in zip(in_strides, reassemble_factors)))  # x0.5: 28
 
     def fusion_sizes(self, levels: list[torch.Tensor]) -> list:
         """Each fusion result upsampled to the next finer level's size (the finest one x2)."""

@@ -34,6 +34,7 @@ class VideoDepthAnythingNeck(DepthAnythingNeck):
             raise ValueError(f"VideoDepthAnythingNeck has four levels, got hidden_channels {list(hidden_channels)}")
         widths = (hidden_channels[2], hidden_channels[3], fusion_channels, fusion_channels)
         self.temporal = nn.ModuleList(TemporalModule(c, temporal_heads, max_frames=max_frames) for c in widths)
+        self.max_frames = max_frames
 
     def forward(self, maps: list[torch.Tensor], prefixes: list[torch.Tensor] | None = None,
                 frames: int = 1, cache: TemporalCache | None = None) -> list[torch.Tensor]:

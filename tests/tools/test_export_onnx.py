@@ -185,3 +185,29 @@ def test_a_long_step_reports_while_it_runs_and_when_it_fails():
     with pytest.raises(RuntimeError), stage('tracing', out=out):
         raise RuntimeError('boom')
     assert out.getvalue().splitlines()[-1].startswith('  failed after ')
+
+
+def test_a_dimension_named_by_a_number_counts_as_fixed(tmp_path):
+    """The dynamo translator names an input dimension the program specialised by its value ('28'): fixed, as a
+    plain number is (a Video Depth Anything trace whose coarsest map was one row did this)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from heads.export.onnx import onnx_fixed_dims
+    image = helper.make_tensor_value_info('image', TensorProto.FLOAT, ['s0', 3, '28', '14*s1'])
+    depth = helper.make_tensor_value_info('depth', TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node('Identity', ['image'], ['depth'])], 'g', [image], [depth])
+    onnx.save(helper.make_model(graph), tmp_path / 'g.onnx')
+    assert onnx_fixed_dims(tmp_path / 'g.onnx') == ['height']
+
+
+def test_depth_anythings_coarsest_map_sets_the_smallest_and_the_trace_size():
+    """Its last level is a stride-2 conv of the patch grid (stride 28): the smallest side has that map 2 rows high
+    (42), the trace makes it wider than high (42x70: 2x3), inputs still any multiple of 14."""
+    from heads.export.sizes import trace_size
+    from heads.models.depth_anything import depth_anything_v2_config
+    cfg = depth_anything_v2_config('vits', embed_dim=32, num_heads=2)
+    cfg['backbone'].update(depth=4, out_indices=(0, 1, 2, 3))
+    model = heads.registry.MODELS.build(cfg).eval()
+    assert (model.coarsest_stride, required_multiple(model), min_side(model)) == (28, 14, 42)
+    assert trace_size(model) == (42, 70)
