@@ -24,7 +24,8 @@ class Predictor:
     ``predict_scale`` (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test
     pipeline does. ``tile`` (height, width) with ``overlap`` (pixels) predicts at the image's own size, any size, in
     overlapping tiles (test_cfg mode='tile', :mod:`.tiling`; ``predict_scale`` is then not applied): the model's
-    memory is that of one tile.
+    memory is that of one tile. A video model (:class:`~heads.models.video_depth_anything.VideoDepthEstimator`) sees
+    the image as a clip of one frame.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation), the int64 packed
     panoptic map (``label + instance * INSTANCE_OFFSET``) of a mask-classification model whose ``test_cfg`` asks for
     panoptic results only, or a float32 depth map (metres for a metric head, relative inverse depth for a relative
@@ -52,7 +53,7 @@ class Predictor:
         if self.scale:
             h, w = keep_ratio_size(*original, self.scale)
             image = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)
-        sample = BaseDataElement(metainfo={'ori_shape': original})
+        sample = BaseDataElement(metainfo={'ori_shape': original, 'clip_frames': 1})  # a video model: a 1-frame clip
         data = {'inputs': [torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))], 'data_samples': [sample]}
         data = self.model.data_preprocessor(data, training=False)
         sample = self.model(data['inputs'], data['data_samples'], mode='predict')[0]

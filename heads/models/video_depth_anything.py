@@ -4,8 +4,12 @@ attention in its DPT neck (:class:`heads.necks.VideoDepthAnythingNeck`), depth c
 :class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each
 clip's ``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
 :meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'; :meth:`VideoDepthEstimator.predict_video` a video of any
-length, in overlapping windows aligned as the authors' ``infer_video_depth``). Losses, predictions and metrics are per
-frame, as a DepthEstimator's.
+length, in overlapping windows aligned as the authors' ``infer_video_depth``). Predictions and metrics are per frame, as
+a DepthEstimator's. Training: a relative model's loss is by default the authors' :class:`~heads.losses.VideoDepthLoss`
+(a spatial term per frame, a temporal one over each clip; a loss with ``clip_loss`` gets the clips 'b t h w', each of
+its ``terms`` logged as ``loss_<term>``), a metric model's SiLog per frame. Batches of clips come from
+:class:`~heads.datasets.VideoClipDataset` with its ``clip_collate``; the samples' ``clip_frames`` (set by it) is the
+clip length of the batch, else ``frames``.
 
 ``video_depth_anything_config(encoder, metric)`` is the model config of the released sizes: 'vits', 'vitb', 'vitl',
 relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs); the authors' checkpoints
@@ -14,10 +18,13 @@ relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs);
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 from einops import rearrange
 
 from ..registry import MODELS
+from .dense_model import build
 from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
 from .depth_estimator import DepthEstimator
 from .video_windows import VideoWindows, video_depth
@@ -30,11 +37,45 @@ ENCODERS = ('vits', 'vitb', 'vitl')
 class VideoDepthEstimator(DepthEstimator):
     """:class:`DepthEstimator` over clips of ``frames`` frames (module docstring); its neck takes ``frames``."""
 
-    def __init__(self, *args, frames: int = 32, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, frames: int = 32, loss=None, **kwargs):
+        super().__init__(*args, loss=loss, **kwargs)
         if not isinstance(frames, int) or frames < 1:
             raise ValueError(f"frames must be a positive clip length, got {frames!r}")
         self.frames = frames
+        if loss is None and self.relative:
+            self.loss_fn = build(dict(type='VideoDepthLoss'))
+
+    @contextmanager
+    def clip_length(self, frames: int):
+        """Run with clips of ``frames`` frames (``self.frames`` restored after)."""
+        kept, self.frames = self.frames, frames
+        try:
+            yield
+        finally:
+            self.frames = kept
+
+    def batch_clip_length(self, data_samples) -> int:
+        """The clip length the samples carry (``clip_frames`` in their metainfo, :class:`VideoClipDataset`'s), else
+        ``frames``; a ValueError if they disagree."""
+        lengths = {s.metainfo.get('clip_frames') for s in data_samples or ()} - {None}
+        if len(lengths) > 1:
+            raise ValueError(f"a batch holds clips of {sorted(lengths)} frames: give clips of one length per batch")
+        return lengths.pop() if lengths else self.frames
+
+    def loss(self, inputs, data_samples) -> dict:
+        t = self.batch_clip_length(data_samples)
+        with self.clip_length(t):
+            pred, target, valid = self.loss_inputs(inputs, data_samples)  # (b t) 1 h w
+        if not getattr(self.loss_fn, 'clip_loss', False):
+            return {'loss_depth': self.loss_fn(pred, target, valid)}
+        clips = [rearrange(x, '(b t) 1 h w -> b t h w', t=t) for x in (pred, target, valid)]
+        if hasattr(self.loss_fn, 'terms'):
+            return {f'loss_{name}': value for name, value in self.loss_fn.terms(*clips).items()}
+        return {'loss_depth': self.loss_fn(*clips)}
+
+    def predict(self, inputs, data_samples):
+        with self.clip_length(self.batch_clip_length(data_samples)):
+            return super().predict(inputs, data_samples)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps of whole clips '(b t) c h w', deepest first."""
@@ -48,11 +89,8 @@ class VideoDepthEstimator(DepthEstimator):
     def predict_clips(self, clips: torch.Tensor) -> torch.Tensor:
         """Depth of normalised clips 'b t 3 H W' (t at most the neck's ``max_frames``) -> 'b t H W'."""
         b, t = clips.shape[:2]
-        frames, self.frames = self.frames, t
-        try:
+        with self.clip_length(t):
             depth = self.predict_tensor(rearrange(clips, 'b t c h w -> (b t) c h w'))
-        finally:
-            self.frames = frames
         return rearrange(depth, '(b t) 1 h w -> b t h w', b=b)
 
     @torch.no_grad()
