@@ -103,7 +103,7 @@ RUNS = {
                            what='the config as shipped: ViT-Ti, 4 blocks, 240x180'),
     '7scenes_cpu': ShortRun('configs/dpt_vitt4_7scenes_cpu.py', (), 200, 'depth-7scenes', 'depth', in_ci=False,
                             what='the config as shipped: ViT-Ti, 4 blocks, 320x240'),
-    'vda': ShortRun('configs/video_depth_anything_vits_7scenes_relative_cpu.py', (), 60, 'depth-7scenes',
+    'vda': ShortRun('configs/video_depth_anything_vits_7scenes_relative_cpu.py', (), 40, 'depth-7scenes',
                     'relative_depth', in_ci=False,
                     what='Video Depth Anything as shipped: ViT-S, clips of 4 frames x 2, 168x126, VideoDepthLoss'),
 }
