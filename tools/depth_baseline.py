@@ -30,22 +30,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def baseline(cfg, config: str) -> dict:
+    """The mean-depth predictor's figures for a loaded depth config ``cfg`` (read from ``config``): its
+    alignment, frame counts, training-mean depth and metrics. Datasets wrapped in others (clips of a video:
+    :class:`~heads.datasets.VideoClipDataset`) are scored on their frames, each once."""
+    from heads.engine.launch import innermost_dataset
+    from heads.evaluation.depth_baseline import mean_depth_baseline
+    from heads.registry import DATASETS, METRICS
+    metric = METRICS.build(cfg.val_evaluator)
+    if not hasattr(metric, 'valid_mask'):
+        raise SystemExit(f"{config}: val_evaluator is {cfg.val_evaluator.get('type')!r}, not a DepthMetric; "
+                         f"this tool scores depth configs only")
+    train_set = DATASETS.build(innermost_dataset(cfg.train_dataloader))
+    val_set = DATASETS.build(innermost_dataset(cfg.val_dataloader))
+    mean, metrics = mean_depth_baseline(train_set, val_set, metric)
+    return dict(config=config, alignment=metric.alignment, train_frames=len(train_set), val_frames=len(val_set),
+                train_mean_depth=round(mean, 4), metrics={k: round(v, 4) for k, v in metrics.items()})
+
+
 def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     from heads.engine.launch import load_config
-    from heads.evaluation.depth_baseline import mean_depth_baseline
-    from heads.registry import DATASETS, METRICS
     cfg = load_config(args.config, args.cfg_options, None, args.data_root)
-    metric = METRICS.build(cfg.val_evaluator)
-    if not hasattr(metric, 'valid_mask'):
-        raise SystemExit(f"{args.config}: val_evaluator is {cfg.val_evaluator.get('type')!r}, not a DepthMetric; "
-                         f"this tool scores depth configs only")
-    train_set = DATASETS.build(cfg.train_dataloader.dataset)
-    val_set = DATASETS.build(cfg.val_dataloader.dataset)
-    mean, metrics = mean_depth_baseline(train_set, val_set, metric)
-    out = dict(config=args.config, alignment=metric.alignment, train_frames=len(train_set),
-               val_frames=len(val_set), train_mean_depth=round(mean, 4),
-               metrics={k: round(v, 4) for k, v in metrics.items()})
+    out = baseline(cfg, args.config)
     print(json.dumps(out))
     from lab.records.rows import repo_path, row_record, tool_command
     row_record('depth_baseline', {**out, **out['metrics']}, exclude=['metrics'], command=tool_command(__file__, argv),

@@ -6,7 +6,8 @@
 
 A run trains DPT from scratch through tools/train.py (a shrunk backbone and neck, no pretrained weights) and reads
 the last validation's metrics; its baseline is computed from the same data: the majority class's mIoU on CamVid,
-the training set's mean depth's AbsRel on 7-Scenes. Each run is one record of series ``short_run`` (settings: the
+the training set's mean depth's AbsRel on 7-Scenes (a relative-depth run's: under its config's scale-and-shift
+alignment, tools/depth_baseline.py's figure). Each run is one record of series ``short_run`` (settings: the
 run's name and iterations; metrics: the validation metrics, the baseline and the wall time), so that docs/training.md's
 table is rendered from the store (tools/render_docs.py). tests/training/test_training.py runs the CI ones with the
 same definitions and asserts their bars: CamVid mIoU above twice the majority class's and above it + 8, 7-Scenes
@@ -36,7 +37,7 @@ class ShortRun:
     options: tuple[str, ...]
     iters: int
     data: str
-    task: str  # 'camvid' or 'depth'
+    task: str  # 'camvid', 'depth' or 'relative_depth' (its baseline: tools/depth_baseline.py's, the config's alignment)
     in_ci: bool = True
     what: str = ''
 
@@ -102,6 +103,9 @@ RUNS = {
                            what='the config as shipped: ViT-Ti, 4 blocks, 240x180'),
     '7scenes_cpu': ShortRun('configs/dpt_vitt4_7scenes_cpu.py', (), 200, 'depth-7scenes', 'depth', in_ci=False,
                             what='the config as shipped: ViT-Ti, 4 blocks, 320x240'),
+    'vda': ShortRun('configs/video_depth_anything_vits_7scenes_relative_cpu.py', (), 40, 'depth-7scenes',
+                    'relative_depth', in_ci=False,
+                    what='Video Depth Anything as shipped: ViT-S, clips of 4 frames x 2, 168x126, VideoDepthLoss'),
 }
 
 
@@ -140,6 +144,18 @@ def depth_baseline(root: Path) -> float:
     return float(np.mean([np.mean(np.abs(mean - valid(d)) / valid(d)) for d in read('val')]))
 
 
+def relative_depth_baseline(run: ShortRun, root: Path) -> float:
+    """AbsRel on val of the training mean depth under the run's config's DepthMetric (its alignment: a per-image
+    constant fitted to the ground truth), computed as tools/depth_baseline.py computes it."""
+    import depth_baseline as baseline_tool
+
+    from heads.engine.launch import load_config
+    args = baseline_tool.build_parser().parse_args(
+        [run.config, '--data-root', str(root), *(['--cfg-options', *run.options] if run.options else [])])
+    cfg = load_config(ROOT / run.config, args.cfg_options, None, args.data_root)
+    return baseline_tool.baseline(cfg, run.config)['metrics']['abs_rel']
+
+
 def last_validation(work_dir: Path, task: str) -> dict:
     """The metrics of the run's last validation, from the Runner's scalars.json."""
     key = 'mIoU' if task == 'camvid' else 'abs_rel'
@@ -155,7 +171,8 @@ def run(name: str, data: Path, work_dir: Path, *, record: bool = True) -> dict:
     import train as train_tool
     spec = RUNS[name]
     root = data / spec.data
-    baseline = camvid_baseline(root) if spec.task == 'camvid' else depth_baseline(root)
+    baseline = {'camvid': camvid_baseline, 'depth': depth_baseline}.get(spec.task)
+    baseline = baseline(root) if baseline else relative_depth_baseline(spec, root)
     start = time.perf_counter()
     train_tool.main(train_argv(spec, work_dir, root))
     metrics = {**last_validation(work_dir, spec.task), 'baseline': round(baseline, 4),

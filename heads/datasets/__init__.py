@@ -8,6 +8,7 @@ from .ade20k import ADE20K_CLASSES, ADE20K_PALETTE, ADE20KDataset
 from .base import DenseDataset, build_pipeline
 from .camvid import CAMVID_CLASSES, CAMVID_PALETTE, CamVidDataset
 from .camvid_panoptic import CAMVID_THING_CLASSES, CamVidPanopticDataset
+from .clips import VideoClipDataset, clip_collate
 from .coco import CocoSegDataset, render_semantic_map
 from .coco_detection import CocoDetectionDataset
 from .coco_panoptic import CocoPanopticDataset
@@ -21,5 +22,5 @@ __all__ = ['ADE20K_CLASSES', 'ADE20K_PALETTE', 'ADE20KDataset', 'CAMVID_CLASSES'
            'CAMVID_THING_CLASSES', 'CamVidDataset', 'CamVidPanopticDataset', 'CocoDetectionDataset',
            'CocoPanopticDataset', 'CocoSegDataset', 'DenseDataset', 'FolderSegDataset',
            'ImageFolderDataset', 'RGBDDepthDataset', 'RGBDFolderDataset', 'RepeatAugSampler',
-           'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'build_pipeline', 'render_scene',
-           'render_semantic_map']
+           'SYNTHETIC_CLASSES', 'SYNTHETIC_PALETTE', 'SyntheticScenes', 'VideoClipDataset', 'build_pipeline',
+           'clip_collate', 'render_scene', 'render_semantic_map']

@@ -18,14 +18,24 @@ DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 REQUIRED_HOOKS = ('SafeCheckpointHook', 'RngStateHook', 'NonFiniteLossHook')
 
 
+def innermost_dataset(holder: dict) -> dict:
+    """The dataset config of a dataloader config (or a dataset's config) that is wrapped by none: through wrappers'
+    ``dataset`` (e.g. :class:`~heads.datasets.VideoClipDataset`'s) down to the one with the data; {} if none."""
+    dataset = holder.get('dataset', {})
+    while isinstance(dataset, dict) and 'data_root' not in dataset and isinstance(dataset.get('dataset'), dict):
+        dataset = dataset['dataset']
+    return dataset if isinstance(dataset, dict) else {}
+
+
 def load_config(path, cfg_options=None, work_dir=None, data_root=None) -> Config:
     cfg = Config.fromfile(str(path))
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
     if data_root:
         for name in DATALOADERS:
-            if cfg.get(name) and 'data_root' in cfg[name].get('dataset', {}):
-                cfg[name].dataset.data_root = data_root
+            dataset = innermost_dataset(cfg.get(name) or {})
+            if 'data_root' in dataset:
+                dataset.data_root = data_root
     cfg.work_dir = work_dir or cfg.get('work_dir') or str(Path('work_dirs') / Path(path).stem)
     hooks = cfg.setdefault('custom_hooks', [])
     present = {h.get('type') for h in hooks}

@@ -181,20 +181,17 @@ class OnnxVideoModel(OnnxTaskModel):
     """``OnnxVideoModel(path, threads=None, test_cfg=None)``: the ONNX file of a video model's clip (Video Depth
     Anything; :class:`heads.export.wrappers.ClipOutputs`: 't 3 H W' -> 't 1 H W', the batch being one clip of at
     most the file's ``clip['max_frames']`` frames) predicting a video's frames by the model's own windows
-    (:meth:`VideoDepthEstimator.predict_sequence`), as ``heads.Predictor.video`` runs it."""
+    (:meth:`VideoDepthEstimator.predict_sequence`), as ``heads.Predictor.video`` runs it; a batch of images (one
+    image, from ``heads.Predictor``) is one clip."""
 
     predict_sequence = VideoDepthEstimator.predict_sequence
     video_inference = VideoDepthEstimator.video_inference
-    over_clips = VideoDepthEstimator.over_clips
+    clip_length = VideoDepthEstimator.clip_length
 
     def __init__(self, path, threads: int | None = None, test_cfg: dict | None = None,
                  metadata: dict | None = None):
         super().__init__(path, threads, test_cfg, metadata)
         self.frames = self.max_frames = int(self.metadata['clip']['max_frames'])
-
-    def predict(self, inputs, data_samples):
-        raise ValueError(f"{self.path} is a video model's clip graph: predict a video's frames in order "
-                         f"(heads.Predictor.video, tools/infer.py --sequence), not single images")
 
 
 def load_onnx_model(path, threads: int | None = None, test_cfg: dict | None = None) -> OnnxModel:

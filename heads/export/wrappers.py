@@ -55,7 +55,8 @@ class ClipOutputs(nn.Module):
         self.max_batch = model.neck.max_frames
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.over_clips(self.model.predict_tensor, x, x.shape[0])
+        with self.model.clip_length(x.shape[0]):
+            return self.model.predict_tensor(x)
 
 
 class MapOutputs(nn.Module):

@@ -130,6 +130,20 @@ def align_scale_shift(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tens
     return scale, shift
 
 
+def gradient_matching(residual: torch.Tensor, mask: torch.Tensor, scales: int) -> torch.Tensor:
+    """MiDaS' multi-scale gradient matching term of a residual 'b h w' (0 where ``mask``, 'b h w' bool, is False):
+      sum_k (sum |dx r| + sum |dy r|) / M_k over pixel pairs valid at both ends, at scale k < ``scales``: every
+      2**k-th row and column, M_k its valid pixels in the batch (a term with M_k = 0 is 0)."""
+    grad = residual.new_zeros(())
+    for k in range(scales):
+        step = 2 ** k
+        r, m = residual[:, ::step, ::step], mask[:, ::step, ::step]  # b h' w'
+        grad_x = torch.where(m[:, :, 1:] & m[:, :, :-1], (r[:, :, 1:] - r[:, :, :-1]).abs(), 0)
+        grad_y = torch.where(m[:, 1:, :] & m[:, :-1, :], (r[:, 1:, :] - r[:, :-1, :]).abs(), 0)
+        grad = grad + (grad_x.sum() + grad_y.sum()) / m.sum().clamp_min(1)
+    return grad
+
+
 class ScaleShiftInvariantLoss(nn.Module):
     """MiDaS' scale-and-shift-invariant loss (Ranftl et al., 2020), batch-based reduction.
 
@@ -137,7 +151,7 @@ class ScaleShiftInvariantLoss(nn.Module):
     pred is aligned per image to target by :func:`align_scale_shift`; with r = aligned - target,
       data = sum over valid pixels of r^2 / (2 M),                      M = valid pixels in the batch;
       grad = sum_k (sum |dx r| + sum |dy r|) / M_k over pixel pairs valid at both ends, at scale k:
-             every 2**k-th row and column, M_k its valid pixels;
+             every 2**k-th row and column, M_k its valid pixels (:func:`gradient_matching`);
       loss = loss_weight * (data + alpha * grad), each term 0 where its M is 0.
     """
 
@@ -154,14 +168,7 @@ class ScaleShiftInvariantLoss(nn.Module):
         scale, shift = align_scale_shift(pred, target, mask)
         residual = torch.where(mask, scale[:, None, None] * pred + shift[:, None, None] - target, 0)  # b h w
         data = residual.square().sum() / (2 * mask.sum()).clamp_min(1)
-        grad = residual.new_zeros(())
-        for k in range(self.scales):
-            step = 2 ** k
-            r, m = residual[:, ::step, ::step], mask[:, ::step, ::step]  # b h' w'
-            grad_x = torch.where(m[:, :, 1:] & m[:, :, :-1], (r[:, :, 1:] - r[:, :, :-1]).abs(), 0)
-            grad_y = torch.where(m[:, 1:, :] & m[:, :-1, :], (r[:, 1:, :] - r[:, :-1, :]).abs(), 0)
-            grad = grad + (grad_x.sum() + grad_y.sum()) / m.sum().clamp_min(1)
-        return self.loss_weight * (data + self.alpha * grad)
+        return self.loss_weight * (data + self.alpha * gradient_matching(residual, mask, self.scales))
 
 
 class SiLogLoss(nn.Module):

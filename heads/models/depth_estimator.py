@@ -27,11 +27,16 @@ class DepthEstimator(DenseModel):
         self.min_depth, self.max_depth = min_depth, max_depth
 
     def loss(self, inputs, data_samples) -> dict:
+        return {'loss_depth': self.loss_fn(*self.loss_inputs(inputs, data_samples))}
+
+    def loss_inputs(self, inputs, data_samples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(prediction, target, valid), each 'b 1 h w' at the ground truth's size: the head's output, the inverse
+        depth of a relative head (0 where invalid) or the depth of a metric one, and the valid pixels."""
         depth = torch.stack([s.gt_depth.data for s in data_samples]).float()  # b 1 h w
         valid = (depth > self.min_depth) & (depth <= self.max_depth)
         pred = resize_to(self.decode_head(self.extract_features(inputs)[-1]), depth.shape[-2:])
         target = torch.where(valid, 1.0 / depth.clamp(min=self.min_depth), 0.0) if self.relative else depth
-        return {'loss_depth': self.loss_fn(pred, target, valid)}
+        return pred, target, valid
 
     def store_prediction(self, sample, output: torch.Tensor) -> None:
         sample.pred_depth = PixelData(data=output)

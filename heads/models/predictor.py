@@ -24,7 +24,8 @@ class Predictor:
     ``predict_scale`` (e.g. (2048, 512)) resizes the image keeping its aspect ratio before inference, as the test
     pipeline does. ``tile`` (height, width) with ``overlap`` (pixels) predicts at the image's own size, any size, in
     overlapping tiles (test_cfg mode='tile', :mod:`.tiling`; ``predict_scale`` is then not applied): the model's
-    memory is that of one tile.
+    memory is that of one tile. A video model (:class:`~heads.models.video_depth_anything.VideoDepthEstimator`) sees
+    the image as a clip of one frame.
     image: a path or an RGB uint8 'h w 3' array. Returns an int64 label map (segmentation), the int64 packed
     panoptic map (``label + instance * INSTANCE_OFFSET``) of a mask-classification model whose ``test_cfg`` asks for
     panoptic results only, or a float32 depth map (metres for a metric head, relative inverse depth for a relative
@@ -47,10 +48,9 @@ class Predictor:
 
     @torch.no_grad()
     def __call__(self, image) -> np.ndarray:
-        if hasattr(self.model, 'predict_sequence'):
-            raise TypeError(f"this model ({type(self.model).__name__}) predicts clips of consecutive frames, not "
-                            f"single images: give it a video's frames in order with Predictor.video(frames)")
-        data = self.model.data_preprocessor(self.batch([image]), training=False)
+        batch = self.batch([image])
+        batch['data_samples'][0].set_metainfo({'clip_frames': 1})  # a video model: a one-frame clip
+        data = self.model.data_preprocessor(batch, training=False)
         return self.result(self.model(data['inputs'], data['data_samples'], mode='predict')[0])
 
     @torch.no_grad()

@@ -1,12 +1,16 @@
 """Video Depth Anything (Chen et al., CVPR 2025; DepthAnything/Video-Depth-Anything): Depth Anything V2 with temporal
 attention in its DPT neck (:class:`heads.necks.VideoDepthAnythingNeck`), depth consistent over a clip's frames.
 
-:class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each
-clip's ``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
+:class:`VideoDepthEstimator` is a :class:`DepthEstimator` whose batches are whole clips: '(b t) 3 H W' with each clip's
+``frames`` frames consecutive (the released models: clips of 32 frames; any length up to 32 runs,
 :meth:`VideoDepthEstimator.predict_clips` takes 'b t 3 H W'; :meth:`VideoDepthEstimator.predict_video` a video of any
 length, in overlapping windows aligned as the authors' ``infer_video_depth``; :meth:`VideoDepthEstimator.stream` one
-frame at a time, as their streaming model ``video_depth_stream``: :mod:`.video_stream`). Losses, predictions and
-metrics are per frame, as a DepthEstimator's.
+frame at a time, as their streaming model ``video_depth_stream``: :mod:`.video_stream`). Predictions and metrics are per
+frame, as a DepthEstimator's. Training: a relative model's loss is by default the authors'
+:class:`~heads.losses.VideoDepthLoss` (a spatial term per frame, a temporal one over each clip; a loss with
+``clip_loss`` gets the clips 'b t h w', each of its ``terms`` logged as ``loss_<term>``), a metric model's SiLog per
+frame. Batches of clips come from :class:`~heads.datasets.VideoClipDataset` with its ``clip_collate``; the samples'
+``clip_frames`` (set by it) is the clip length of the batch, else ``frames``.
 
 ``video_depth_anything_config(encoder, metric)`` is the model config of the released sizes: 'vits', 'vitb', 'vitl',
 relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs); the authors' checkpoints
@@ -16,6 +20,7 @@ relative (inverse depth) or metric (metres; the head ends in a ReLU, as theirs);
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from functools import partial
 
 import torch
@@ -23,6 +28,7 @@ from einops import rearrange
 
 from ..necks.temporal import TemporalCache
 from ..registry import MODELS
+from .dense_model import build
 from .depth_anything import DEPTH_ANYTHING_V2, depth_anything_v2_config
 from .depth_estimator import DepthEstimator
 from .inference import flip_average
@@ -38,11 +44,45 @@ ENCODERS = ('vits', 'vitb', 'vitl')
 class VideoDepthEstimator(DepthEstimator):
     """:class:`DepthEstimator` over clips of ``frames`` frames (module docstring); its neck takes ``frames``."""
 
-    def __init__(self, *args, frames: int = 32, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, frames: int = 32, loss=None, **kwargs):
+        super().__init__(*args, loss=loss, **kwargs)
         if not isinstance(frames, int) or frames < 1:
             raise ValueError(f"frames must be a positive clip length, got {frames!r}")
         self.frames = frames
+        if loss is None and self.relative:
+            self.loss_fn = build(dict(type='VideoDepthLoss'))
+
+    @contextmanager
+    def clip_length(self, frames: int):
+        """Run with clips of ``frames`` frames (``self.frames`` restored after)."""
+        kept, self.frames = self.frames, frames
+        try:
+            yield
+        finally:
+            self.frames = kept
+
+    def batch_clip_length(self, data_samples) -> int:
+        """The clip length the samples carry (``clip_frames`` in their metainfo, :class:`VideoClipDataset`'s), else
+        ``frames``; a ValueError if they disagree."""
+        lengths = {s.metainfo.get('clip_frames') for s in data_samples or ()} - {None}
+        if len(lengths) > 1:
+            raise ValueError(f"a batch holds clips of {sorted(lengths)} frames: give clips of one length per batch")
+        return lengths.pop() if lengths else self.frames
+
+    def loss(self, inputs, data_samples) -> dict:
+        t = self.batch_clip_length(data_samples)
+        with self.clip_length(t):
+            pred, target, valid = self.loss_inputs(inputs, data_samples)  # (b t) 1 h w
+        if not getattr(self.loss_fn, 'clip_loss', False):
+            return {'loss_depth': self.loss_fn(pred, target, valid)}
+        clips = [rearrange(x, '(b t) 1 h w -> b t h w', t=t) for x in (pred, target, valid)]
+        if hasattr(self.loss_fn, 'terms'):
+            return {f'loss_{name}': value for name, value in self.loss_fn.terms(*clips).items()}
+        return {'loss_depth': self.loss_fn(*clips)}
+
+    def predict(self, inputs, data_samples):
+        with self.clip_length(self.batch_clip_length(data_samples)):
+            return super().predict(inputs, data_samples)
 
     def extract_features(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Fused neck maps of whole clips '(b t) c h w', deepest first."""
@@ -55,19 +95,10 @@ class VideoDepthEstimator(DepthEstimator):
     @torch.no_grad()
     def predict_clips(self, clips: torch.Tensor) -> torch.Tensor:
         """Depth of normalised clips 'b t 3 H W' (t at most the neck's ``max_frames``) -> 'b t H W'."""
-        b = clips.shape[0]
-        depth = self.over_clips(self.predict_tensor, rearrange(clips, 'b t c h w -> (b t) c h w'), clips.shape[1])
+        b, t = clips.shape[:2]
+        with self.clip_length(t):
+            depth = self.predict_tensor(rearrange(clips, 'b t c h w -> (b t) c h w'))
         return rearrange(depth, '(b t) 1 h w -> b t h w', b=b)
-
-    def over_clips(self, infer: Callable[[torch.Tensor], torch.Tensor], inputs: torch.Tensor,
-                   frames: int) -> torch.Tensor:
-        """``infer(inputs)`` with the batch '(b t) 3 H W' read as clips of ``frames`` frames (``self.frames`` is
-        put back afterwards)."""
-        previous, self.frames = self.frames, frames
-        try:
-            return infer(inputs)
-        finally:
-            self.frames = previous
 
     @torch.no_grad()
     def predict_video(self, frames: torch.Tensor, windows: VideoWindows | None = None) -> torch.Tensor:
@@ -80,8 +111,10 @@ class VideoDepthEstimator(DepthEstimator):
                         windows: VideoWindows | None = None) -> torch.Tensor:
         """``infer`` ('t 3 H W' -> 't 1 h w', one clip) over a video's frames 'n 3 H W' by aligned windows
         -> 'n 1 h w'."""
-        return video_depth(lambda clip: self.over_clips(infer, clip, clip.shape[0])[:, 0], frames,
-                           metric=not self.relative, windows=windows or VideoWindows())[:, None]
+        def clip_depth(clip: torch.Tensor) -> torch.Tensor:  # 't 3 H W' -> 't h w'
+            with self.clip_length(clip.shape[0]):
+                return infer(clip)[:, 0]
+        return video_depth(clip_depth, frames, metric=not self.relative, windows=windows or VideoWindows())[:, None]
 
     @torch.no_grad()
     def predict_sequence(self, inputs: torch.Tensor, data_samples, windows: VideoWindows | None = None):

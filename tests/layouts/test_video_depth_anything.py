@@ -98,7 +98,8 @@ def test_a_long_video_in_overlapping_windows_gives_their_aligned_depth(reference
 
 def test_the_predictor_runs_a_video_of_frames_as_their_long_video_inference(reference, tmp_path):
     """heads.Predictor.video: the 50 frames as uint8 images, normalised by the config's preprocessor, in windows
-    (their infer_video_depth); a single image is refused, as are frames of two sizes, naming the frame."""
+    (their infer_video_depth); a single image is a one-frame clip; frames of two sizes are refused, naming the
+    frame."""
     from heads import Predictor
     path = tmp_path / 'vda.pth'
     torch.save(reference['state'], path)
@@ -107,8 +108,11 @@ def test_the_predictor_runs_a_video_of_frames_as_their_long_video_inference(refe
     got = predictor.video(list(frames))
     assert len(got) == 50 and got[0].shape == (42, 56)
     assert abs(torch.from_numpy(np.stack(got)) - want).max() <= 1e-4 * want.abs().max()
-    with pytest.raises(TypeError, match='clips of consecutive frames'):
-        predictor(frames[0])
+    alone = predictor(frames[0])  # one image: a one-frame clip
+    one = torch.from_numpy(frames[:1]).permute(0, 3, 1, 2).float()
+    x = (one / 255 - torch.tensor(IMAGENET_MEAN)[:, None, None]) / torch.tensor(IMAGENET_STD)[:, None, None]
+    want_alone = predictor.model.predict_clips(x[None])[0, 0]
+    assert abs(torch.from_numpy(alone) - want_alone).max() <= 1e-4 * want_alone.abs().max()
     with pytest.raises(ValueError, match='frame 1 is 28x56, but the video'):
         predictor.video([frames[0], frames[1, :28]])
 

@@ -150,13 +150,16 @@ def shrink_dense(cfg: Config) -> None:
                 model[head].in_channels = 32
     if model.data_preprocessor.get('size'):
         model.data_preprocessor.size = SIZE
-    depth = model.type == 'DepthEstimator'
+    depth = model.type in ('DepthEstimator', 'VideoDepthEstimator')
     if not depth:  # the synthetic scenes' classes (the metric reads them from the dataset)
         for head in ('decode_head', 'auxiliary_head'):
             if model.get(head):
                 model[head].num_classes = len(SYNTHETIC_CLASSES)
     for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         cfg[name].dataset = synthetic(depth)
+        if model.type == 'VideoDepthEstimator':  # two clips of two frames
+            cfg[name].dataset = dict(type='VideoClipDataset', frames=2, dataset=synthetic(depth, samples=4))
+            model.frames = 2
     if cfg.get('predict_scale'):
         cfg.predict_scale = SIZE
 
@@ -184,7 +187,7 @@ def small_config(config: str, tmp_path: Path) -> Path:
     """``config`` at test size, one training iteration, checkpointed, dumped beside its tiny data."""
     cfg = Config.fromfile(str(ROOT / 'configs' / config))
     kind = cfg.model.type
-    if kind in ('Segmentor', 'DepthEstimator'):
+    if kind in ('Segmentor', 'DepthEstimator', 'VideoDepthEstimator'):
         shrink_dense(cfg)
     elif kind in ('EoMT', 'Mask2Former'):  # mask classification on the synthetic scenes' label maps, or COCO panoptic
         cfg.model.backbone.update(SMALL_BACKBONES.get(cfg.model.backbone.name, {}), pretrained=None)
@@ -282,7 +285,7 @@ def test_config_round_trips_its_own_checkpoint(config, tmp_path):
 
     # Predictor: what the trained model predicts
     if ('Predictor', kind) in NOT_APPLICABLE:
-        assert kind not in ('Segmentor', 'DepthEstimator'), NOT_APPLICABLE['Predictor', kind]
+        assert kind not in ('Segmentor', 'DepthEstimator', 'VideoDepthEstimator'), NOT_APPLICABLE['Predictor', kind]
     else:
         reference = heads.Predictor(cfg)
         reference.model.load_state_dict(trained)
@@ -300,6 +303,6 @@ def test_config_round_trips_its_own_checkpoint(config, tmp_path):
 
 def test_every_model_kind_of_the_configs_has_its_paths_or_a_reason():
     kinds = {Config.fromfile(str(ROOT / 'configs' / c)).model.type for c in CONFIGS}
-    assert kinds == {'Segmentor', 'DepthEstimator', 'ImageClassifier', 'TorchvisionDetector', 'MAEPretrainer', 'EoMT',
-                     'Mask2Former'}
+    assert kinds == {'Segmentor', 'DepthEstimator', 'VideoDepthEstimator', 'ImageClassifier', 'TorchvisionDetector',
+                     'MAEPretrainer', 'EoMT', 'Mask2Former'}
     assert {kind for _, kind in NOT_APPLICABLE} <= kinds
