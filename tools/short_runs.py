@@ -106,6 +106,9 @@ RUNS = {
     'vda': ShortRun('configs/video_depth_anything_vits_7scenes_relative_cpu.py', (), 40, 'depth-7scenes',
                     'relative_depth', in_ci=False,
                     what='Video Depth Anything as shipped: ViT-S, clips of 4 frames x 2, 168x126, VideoDepthLoss'),
+    'dav2_relative': ShortRun('configs/depth_anything_v2_vits_7scenes_relative_cpu.py', (), 40, 'depth-7scenes',
+                              'relative_depth', in_ci=False,
+                              what="Depth Anything V2 relative as shipped: ViT-S, 8 frames, 168x126 (vda's budget)"),
 }
 
 

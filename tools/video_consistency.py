@@ -1,15 +1,15 @@
 r"""Depth models compared on one video: how much each one's depth flickers between frames, and how accurate it is.
 
     python tools/video_consistency.py --data-root ../shared/data/depth-7scenes \
-        --model vda configs/video_depth_anything_vits_7scenes_relative_cpu.py work_dirs/vda/iter_200.pth \
-        --model dav2 configs/depth_anything_v2_vits_7scenes_relative_cpu.py work_dirs/dav2/iter_200.pth
+        --model vda configs/video_depth_anything_vits_7scenes_relative_cpu.py work_dirs/vda/iter_40.pth \
+        --model dav2 configs/depth_anything_v2_vits_7scenes_relative_cpu.py work_dirs/dav2/iter_40.pth
 
-The frames are the validation set of the first model's config (its ``val_dataloader.dataset``, with ``--data-root``
-as tools/train.py takes it; an RGB-D folder in list order: consecutive frames of one video), and every model's config
-must list the same ones. Each model predicts them as tools/infer.py --sequence does (heads.Predictor: a video model,
-Video Depth Anything, the whole sequence in its aligned windows; an image model frame by frame), at the images' own
-size. Per model, one JSON line and one record of series ``video_consistency`` (settings: the name, the config, the
-frame count; tools/lab/records):
+The frames are the validation set of the first model's config (its ``val_dataloader``'s frame dataset, inside a clip
+wrapper if any, with ``--data-root`` as tools/train.py takes it; an RGB-D folder in list order: consecutive frames of
+one video), and every model's config must list the same ones. Each model predicts them as tools/infer.py --sequence does
+(heads.Predictor: a video model, Video Depth Anything, the whole sequence in its aligned windows; an image model frame
+by frame), at the images' own size. Per model, one JSON line and one record of series ``video_consistency`` (settings:
+the name, the config, the frame count; tools/lab/records):
 
 - ``temporal_consistency_percent``: the mean relative change of depth between consecutive frames on photometrically
   stable pixels (heads.evaluation.temporal; a relative model's disparity read as depth ``1 / p``): lower is steadier;
@@ -47,10 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def sequence_of(config: str, data_root: str | None) -> tuple[list[dict], object]:
     """(data infos of the config's validation frames, in order; the config)."""
-    from heads.engine.launch import load_config
+    from heads.engine.launch import innermost_dataset, load_config
     from heads.registry import DATASETS
     cfg = load_config(config, None, None, data_root)
-    dataset = DATASETS.build({**cfg.val_dataloader.dataset, 'pipeline': []})
+    dataset = DATASETS.build({**innermost_dataset(cfg.val_dataloader), 'pipeline': []})  # frames, not clips
     infos = [dataset.get_data_info(i) for i in range(len(dataset))]
     if not infos or 'depth_path' not in infos[0]:
         raise SystemExit(f"error: {config}: its validation set has no frames with ground-truth depth")
