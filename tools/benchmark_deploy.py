@@ -7,7 +7,8 @@ int8 (dynamic quantization of the MatMuls / Gemms), batch 1 and 8, one table.
 Models (``--models``; NAME=CONFIG:HxW adds one): the task model of the config, random initialisation (seed 0: time
 and memory do not depend on the weights), at the given input size. Depth Anything V2 is built with
 ``pos_interp='bicubic'`` (the same cost; the official 'dinov2' resampling has no exact dynamic-size export and is
-refused, heads.export.limits), for every runtime of its rows alike. Every (model, runtime, batch) is measured in a
+refused, heads.export.limits), for every runtime of its rows alike; so is Video Depth Anything, whose batch is one
+clip's frames (its graph: one clip, heads.export.wrappers.ClipOutputs). Every (model, runtime, batch) is measured in a
 fresh process, so its peak resident memory is its own: seconds per forward (median of ``--repeats`` timed calls
 after one untimed call), images per second, the peak resident memory and the resident memory before the first call
 (model and libraries loaded). PyTorch runs the same exported module the ONNX file holds (heads.export.exportable),
@@ -32,9 +33,11 @@ from lab.benchmark.tables import format_value
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {'dpt_vitb_512': 'configs/dpt_vitb_ade20k.py:512x512',
           'depth_anything_v2_vits_518': 'configs/depth_anything_v2_vits_7scenes.py:518x518',
-          'upernet_swint_512': 'configs/upernet_swint_ade20k.py:512x512'}
+          'upernet_swint_512': 'configs/upernet_swint_ade20k.py:512x512',
+          'video_depth_anything_vits_518': 'configs/video_depth_anything_vits_7scenes_relative.py:518x518'}
 # model name -> backbone options that replace the config's for every runtime (see the module docstring)
-BACKBONE_OPTIONS = {'depth_anything_v2_vits_518': {'pos_interp': 'bicubic'}}
+BACKBONE_OPTIONS = {'depth_anything_v2_vits_518': {'pos_interp': 'bicubic'},
+                    'video_depth_anything_vits_518': {'pos_interp': 'bicubic'}}
 RUNTIMES = ('eager', 'compile', 'onnx', 'onnx_int8')
 
 

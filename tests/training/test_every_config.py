@@ -46,6 +46,8 @@ SMALL_BACKBONES = {
     'vit_tiny_patch16_224': dict(img_size=64),
     'vit_small_patch14_dinov2': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3), img_size=56),
     'vit_large_patch14_reg4_dinov2': dict(embed_dim=64, depth=4, num_heads=2, img_size=64),
+    'vit_small_patch16_dinov3': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3)),
+    'vit_base_patch16_dinov3': dict(embed_dim=64, depth=4, num_heads=2, out_indices=(0, 1, 2, 3)),
     'vit_base_r50_s16_384': dict(layers=(1, 1, 1), depth=2, out_indices=(0, 1, 3, 4), embed_dim=64, num_heads=2,
                                  img_size=64),
     'swin_tiny_patch4_window7_224': dict(depths=(1, 1, 1, 1)),
