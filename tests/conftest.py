@@ -44,12 +44,12 @@ def _seed():
 #: test_detection_training 310, test_docs_snippets 150, test_resume_after_kill 135, test_fsdp 100,
 #: test_classification 100, test_distributed 90, test_gpu_check 87; test_every_config about 165 (2026-12-02, Xeon);
 #: the ONNX exports of test_export_every_family (about 9 min: Swin-T 116 s, CoAtNet-0 59 + 25 s, CrossViT-Ti 51 + 50 s)
-#: and test_export_families (about 5 min; both two workers on the AVX-512 EPYC, 2026-12-05). Every other file takes
-#: under a minute.
+#: and test_export_families (about 5 min; both two workers on the AVX-512 EPYC, 2026-12-05); Video Depth Anything's
+#: clip export about 50 s (AMX Xeon, 2026-12-06). Every other file takes under a minute.
 LONG_FIRST = ('test_training.py', 'test_export_every_family.py', 'test_detection_training.py',
-              'test_export_families.py', 'test_every_config.py', 'test_docs_snippets.py',
-              'test_resume_after_kill.py', 'test_fsdp.py', 'test_classification.py', 'test_distributed.py',
-              'test_gpu_check.py')
+              'test_export_families.py', 'test_export_video_depth_anything.py', 'test_every_config.py',
+              'test_docs_snippets.py', 'test_resume_after_kill.py', 'test_fsdp.py', 'test_classification.py',
+              'test_distributed.py', 'test_gpu_check.py')
 
 
 def pytest_collection_modifyitems(items):
