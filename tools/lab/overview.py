@@ -43,6 +43,7 @@ TASKS = [
     ('semantic segmentation', ('Segmentor',),
      ('ADE20KDataset', 'CamVidDataset', 'CocoSegDataset', 'FolderSegDataset', 'SyntheticScenes'), ('IoUMetric',)),
     ('depth', ('DepthEstimator',), ('RGBDDepthDataset', 'RGBDFolderDataset'), ('DepthMetric',)),
+    ('video depth', ('VideoDepthEstimator',), ('VideoClipDataset',), ('DepthMetric',)),
     ('classification', ('ImageClassifier',), ('ImageFolderDataset',), ('AccuracyMetric',)),
     ('panoptic / instance segmentation', ('Mask2Former', 'EoMT'), ('CamVidPanopticDataset', 'CocoPanopticDataset'),
      ('PanopticQualityMetric', 'MaskAPMetric')),
@@ -53,7 +54,7 @@ TASKS = [
 
 #: Registered model parts that are neither a head nor a task model: the backbone wrapper, losses, preprocessors.
 OTHER_PARTS = {'ZooBackbone', 'CrossEntropyLoss', 'ScaleShiftInvariantLoss', 'SiLogLoss', 'MaskClassificationLoss',
-               'ClassificationPreprocessor', 'DensePreprocessor'}
+               'VideoDepthLoss', 'ClassificationPreprocessor', 'DensePreprocessor'}
 
 
 def families() -> list[dict]:
