@@ -11,8 +11,8 @@ aspect, and returns the authors' ``forward`` outputs at 'H W'.
 ``moge2_config(encoder, normal)`` is the model config of the released sizes ('vitl' from the authors'
 ``configs/train/v2.json``; 'vitb' and 'vits' derived, not confirmed: :data:`MOGE2`); their checkpoints
 (``encoder.*``, ``neck.*``, ``*_head.*`` keys) load through the ``'MoGe-2'`` row of
-:data:`heads.layouts.table.LAYOUTS` (:mod:`heads.layouts.moge`). Not here yet: their ``infer`` (focal and shift
-recovery, intrinsics, depth), training, export.
+:data:`heads.layouts.table.LAYOUTS` (:mod:`heads.layouts.moge`). ``model.infer(image)`` is their ``infer`` in float32
+(:mod:`.moge_infer`: focal and shift recovery, intrinsics, depth, metric points). Not here yet: training, export.
 """
 from __future__ import annotations
 
@@ -143,3 +143,8 @@ class MoGe2(nn.Module):
               for i in range(len(self.neck.res_blocks))]
         levels = self.neck([torch.cat([features, uv[0]], dim=1), *uv[1:]])
         return self.head(levels, cls_token, (height, width))
+
+    def infer(self, image: torch.Tensor, **kwargs) -> dict:
+        """The authors' ``infer``: metric points, depth, intrinsics, mask, normal (:func:`.moge_infer.moge2_infer`)."""
+        from .moge_infer import moge2_infer
+        return moge2_infer(self, image, **kwargs)

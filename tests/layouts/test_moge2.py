@@ -18,7 +18,7 @@ from heads.registry import MODELS
 from zoo.weights import CheckpointLayoutError
 
 REFERENCE = Path(__file__).resolve().parents[1] / 'reference_data' / 'moge2_authors.pt'
-TINY = dict(name='vit_small_patch14_dinov2', embed_dim=32, num_heads=2, depth=4, mlp_ratio=2.0, img_size=224)
+TINY = dict(name='vit_small_patch14_dinov2', embed_dim=32, num_heads=2, depth=4, mlp_ratio=2.0, img_size=112)
 
 
 @pytest.fixture(scope='module')
@@ -50,7 +50,7 @@ def test_the_authors_checkpoint_gives_their_outputs(reference, tmp_path):
     assert report.format == 'MoGe-2' and not report.missing and not report.unexpected
     assert_their_outputs(model, reference)
     mask = reference['outputs']['60x60']['mask']  # the reference is not degenerate
-    assert 0.05 < mask.mean() < 0.95 and reference['outputs']['60x60']['points'][..., 2].std() > 0
+    assert 0.2 < (mask > 0.5).float().mean() < 0.8 and reference['outputs']['60x60']['points'][..., 2].std() > 0
 
 
 def test_a_wrong_projection_changes_the_outputs(reference):
@@ -76,13 +76,20 @@ def test_another_normalisation_is_refused(reference):
         load_task_checkpoint(small(reference), state, name='model.pt')
 
 
+def released_shapes(reference, size: str) -> dict:
+    """The authors' keys and shapes of a released size (vitl's: vitl-normal's without its normal head)."""
+    if size == 'vitl':
+        return {k: s for k, s in reference['full_sizes']['vitl-normal'].items() if not k.startswith('normal_head.')}
+    return reference['full_sizes'][size]
+
+
 @pytest.mark.parametrize('size', ['vitl', 'vitl-normal', 'vitb-normal', 'vits-normal'])
 def test_every_released_size_converts_key_by_key_and_shape_by_shape(reference, size):
     """vitl's from the authors' configs/train/v2.json; vitb and vits derived (not confirmed: heads.models.moge)."""
     encoder, normal = size.split('-')[0], size.endswith('normal')
     with torch.device('meta'):
         model = MODELS.build(moge2_config(encoder, normal=normal))
-    theirs = reference['full_sizes'][size]
+    theirs = released_shapes(reference, size)
     converted = moge2_from_authors({k: torch.empty(s, device='meta') for k, s in theirs.items()
                                     if not k.startswith('encoder.image_')}, model)
     ours = model.state_dict()
@@ -91,3 +98,28 @@ def test_every_released_size_converts_key_by_key_and_shape_by_shape(reference, s
     # their parameters: ours and their DINOv2's unused mask_token
     assert sum(p.numel() for p in model.parameters()) + model.backbone.embed_dim == sum(
         torch.Size(s).numel() for k, s in theirs.items() if not k.startswith('encoder.image_'))
+
+
+def close(got, want, size=''):
+    finite = torch.isfinite(want)
+    assert torch.equal(finite, torch.isfinite(got)), size
+    scale = want[finite].abs().max()
+    assert (got[finite] - want[finite]).abs().max() <= 1e-4 * scale, size
+
+
+def test_infer_gives_their_metric_points_depth_and_intrinsics(reference):
+    """Their ``infer`` (float32): the focal and z shift fitted to the view-plane UV (scipy's LM, as theirs), the
+    projection-consistent points in metres, masked pixels inf; with a known field of view the shift alone."""
+    from heads.models.moge_infer import moge2_infer
+    model = small(reference)
+    load_task_checkpoint(model, reference['state'])
+    given = reference['inputs']['36x60']
+    got = moge2_infer(model, given['image'], num_tokens=given['num_tokens'])
+    want = reference['infer']['recovered']
+    assert torch.equal(got['mask'], want['mask']) and 0 < want['mask'].float().mean() < 1
+    for key in ('points', 'depth', 'intrinsics'):
+        close(got[key], want[key], key)
+    fov = model.infer(given['image'], num_tokens=given['num_tokens'], fov_x=60.0)
+    for key in ('depth', 'intrinsics'):
+        close(fov[key], reference['infer']['fov_x=60'][key], key)
+    assert not torch.allclose(fov['depth'][want['mask']], want['depth'][want['mask']])
