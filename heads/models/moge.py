@@ -16,8 +16,6 @@ aspect, and returns the authors' ``forward`` outputs at 'H W'.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -27,6 +25,8 @@ from zoo.registry import IMAGENET_MEAN, IMAGENET_STD
 from ..necks.conv_stack import ConvStack
 from ..registry import MODELS
 from .dense_model import build
+from .moge_infer import moge2_infer
+from .moge_uv import token_grid, view_plane_uv
 
 #: encoder -> (backbone name, tapped blocks, width of the projections and the first level). 'vitl' is the authors'
 #: configs/train/v2.json; 'vitb' and 'vits' are derived (the model cards were not reachable): their taps the quarters
@@ -39,22 +39,6 @@ MOGE2 = {
 }
 LEVEL_WIDTHS = (256, 128, 64, 32)  # the levels after the first (all sizes)
 RESAMPLERS = ('conv_transpose', 'conv_transpose', 'conv_transpose', 'bilinear')
-
-
-def token_grid(num_tokens: int, height: int, width: int) -> tuple[int, int]:
-    """The authors' token grid 'h w' for an image of 'height width': about ``num_tokens`` patches at its aspect."""
-    aspect = width / height
-    return round((num_tokens / aspect) ** 0.5), round((num_tokens * aspect) ** 0.5)
-
-
-def view_plane_uv(height: int, width: int, aspect: float, dtype=None, device=None) -> torch.Tensor:
-    """The normalised view-plane UV '2 height width' of pixel centres: the image spans +-aspect/diag in u and
-    +-1/diag in v (diag = sqrt(1 + aspect^2))."""
-    diag = math.sqrt(1 + aspect ** 2)
-    su, sv = aspect / diag * (width - 1) / width, 1 / diag * (height - 1) / height
-    u = torch.linspace(-su, su, width, dtype=dtype, device=device)
-    v = torch.linspace(-sv, sv, height, dtype=dtype, device=device)
-    return torch.stack([u[None, :].expand(height, width), v[:, None].expand(height, width)])
 
 
 def _stack(dim_in, dim_out, widths, blocks) -> dict:
@@ -146,5 +130,4 @@ class MoGe2(nn.Module):
 
     def infer(self, image: torch.Tensor, **kwargs) -> dict:
         """The authors' ``infer``: metric points, depth, intrinsics, mask, normal (:func:`.moge_infer.moge2_infer`)."""
-        from .moge_infer import moge2_infer
         return moge2_infer(self, image, **kwargs)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .moge import view_plane_uv
+from .moge_uv import view_plane_uv
 
 
 def _fit_shift(uv: np.ndarray, xyz: np.ndarray, focal: float | None) -> tuple[float, float]:

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from heads.layouts.moge import moge2_from_authors
-from heads.models.moge import moge2_config, moge2_config_from_authors, token_grid
+from heads.models.moge import moge2_config, moge2_config_from_authors
+from heads.models.moge_uv import token_grid
 from heads.models.task_checkpoint import load_task_checkpoint, task_checkpoint_layout
 from heads.registry import MODELS
 from zoo.weights import CheckpointLayoutError
@@ -110,11 +111,10 @@ def close(got, want, size=''):
 def test_infer_gives_their_metric_points_depth_and_intrinsics(reference):
     """Their ``infer`` (float32): the focal and z shift fitted to the view-plane UV (scipy's LM, as theirs), the
     projection-consistent points in metres, masked pixels inf; with a known field of view the shift alone."""
-    from heads.models.moge_infer import moge2_infer
     model = small(reference)
     load_task_checkpoint(model, reference['state'])
     given = reference['inputs']['36x60']
-    got = moge2_infer(model, given['image'], num_tokens=given['num_tokens'])
+    got = model.infer(given['image'], num_tokens=given['num_tokens'])
     want = reference['infer']['recovered']
     assert torch.equal(got['mask'], want['mask']) and 0 < want['mask'].float().mean() < 1
     for key in ('points', 'depth', 'intrinsics'):
