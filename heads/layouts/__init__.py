@@ -16,6 +16,7 @@ Layouts (the rows of ``LAYOUTS``, in its order):
 - ``Video Depth Anything``: the authors' Video Depth Anything, the metric models too (:mod:`.video_depth_anything`);
 - ``EoMT authors``: tue-mps/eomt's own checkpoints, ``network.*`` keys, DINOv2 or DINOv3 encoders (:mod:`.eomt_authors`;
   their DINOv3 delta files once added to DINOv3's weights);
+- ``MoGe-2``: microsoft/MoGe's MoGe-2 (``MoGeModel`` v2, the ``model`` of its ``model.pt``; :mod:`.moge`);
 - ``transformers dpt``: ``DPTFor*`` folders (:mod:`.hf`);
 - ``transformers depth_anything``: ``DepthAnythingForDepthEstimation`` folders (:mod:`.hf`);
 - ``transformers upernet``: ``UperNetForSemanticSegmentation`` (Swin) folders (:mod:`.upernet`);

@@ -15,6 +15,7 @@ from .hf import depth_anything_from_hf, dpt_from_hf
 from .hf_eomt import convert_hf_eomt_dinov3_state, convert_hf_eomt_state
 from .hf_mask2former import convert_mask2former_state
 from .mmseg import is_mmseg_segmentor, segmentor_from_mmseg
+from .moge import is_moge2, moge2_from_authors
 from .official import depth_anything_from_official, dpt_from_official, is_official_depth_anything, is_official_dpt
 from .upernet import upernet_from_hf
 from .video_depth_anything import is_video_depth_anything, video_depth_anything_from_official
@@ -45,6 +46,8 @@ FILES = (
            "DepthAnything/Video-Depth-Anything's VideoDepthAnything (the metric models too)"),
     Layout('EoMT authors', _file(lambda state, name: is_authors_eomt(state)), convert_authors_eomt_state, ('EoMT',),
            "tue-mps/eomt's LightningModule (DINOv2 through timm, DINOv3 through transformers)"),
+    Layout('MoGe-2', _file(lambda state, name: is_moge2(state)), moge2_from_authors, ('MoGe2',),
+           "microsoft/MoGe's MoGeModel (v2; the 'model' of Ruicheng/moge-2-*'s model.pt)"),
 )
 
 #: transformers ``save_pretrained`` folders, told by ``config.json``'s ``model_type``.

@@ -8,10 +8,11 @@ from .eomt_parts import MaskAnnealingHook
 from .mae import MAEPretrainer
 from .mask2former import Mask2Former
 from .mask_classifier import MaskClassificationModel
+from .moge import MoGe2
 from .preprocessor import ClassificationPreprocessor, DensePreprocessor
 from .segmentor import Segmentor
 from .video_depth_anything import VideoDepthEstimator
 
 __all__ = ['ClassificationPreprocessor', 'DensePreprocessor', 'DepthEstimator', 'EoMT', 'ImageClassifier',
-           'MAEPretrainer', 'Mask2Former', 'MaskAnnealingHook', 'MaskClassificationModel', 'Segmentor',
+           'MAEPretrainer', 'Mask2Former', 'MaskAnnealingHook', 'MaskClassificationModel', 'MoGe2', 'Segmentor',
            'TorchvisionDetector', 'VideoDepthEstimator']

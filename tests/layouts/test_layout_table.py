@@ -38,6 +38,7 @@ LOADED_BY = {
     'Depth Anything V2': 'test_depth_anything.py::test_official_layout_loads_to_the_same_depth',
     'Video Depth Anything': 'test_video_depth_anything.py::test_the_authors_checkpoint_gives_their_depth',
     'EoMT authors': 'test_eomt_authors.py::test_the_authors_checkpoint_gives_their_logits',
+    'MoGe-2': 'test_moge2.py::test_the_authors_checkpoint_gives_their_outputs',
     'transformers dpt': 'test_dpt_hf_parity.py::test_outputs_equal_transformers_at_the_configured_and_another_size',
     'transformers depth_anything': 'test_depth_anything.py::test_transformers_folder_predicts_the_same_depth',
     'transformers upernet': 'test_upernet_hf.py::test_logits_equal_transformers_from_a_save_pretrained_folder',
