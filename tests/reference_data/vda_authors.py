@@ -37,22 +37,27 @@ VIDEO = (50, 42, 56, 3)  # frames, height, width, channels (uint8)
 INPUTS = {'70x70': (1, 4, 3, 70, 70), '42x84': (2, 3, 3, 42, 84)}
 
 
-def main(repo: Path) -> None:
-    sys.path.insert(0, str(repo))
-    from video_depth_anything import dinov2, video_depth
-
-    def small_dinov2(model_name):
+def small_dinov2(dinov2):
+    """A stand-in for their ``DINOv2(model_name)`` building their DINOv2 (their module ``dinov2``) at ``SIZES``, built
+    at 518 as theirs; vda_stream_authors.py builds the same."""
+    def build(model_name):
         return dinov2.DinoVisionTransformer(
             img_size=518, patch_size=14, init_values=1.0, ffn_layer='mlp', block_chunks=0, num_register_tokens=0,
             interpolate_antialias=False, interpolate_offset=0.1,
             block_fn=partial(dinov2.Block, attn_class=dinov2.MemEffAttention), **SIZES)
+    return build
+
+
+def main(repo: Path) -> None:
+    sys.path.insert(0, str(repo))
+    from video_depth_anything import dinov2, video_depth
 
     # the released sizes' keys and shapes (their own DINOv2 sizes, random weights)
     full = {}
     for encoder, features, widths in FULL:
         state = video_depth.VideoDepthAnything(encoder=encoder, features=features, out_channels=widths).state_dict()
         full[encoder] = {k: list(v.shape) for k, v in state.items()}
-    video_depth.DINOv2 = small_dinov2
+    video_depth.DINOv2 = small_dinov2(dinov2)
     torch.manual_seed(0)
     model = video_depth.VideoDepthAnything(**HEAD).eval()
     with torch.no_grad():

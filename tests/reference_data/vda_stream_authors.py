@@ -24,17 +24,15 @@ absent: their attention then runs its explicit path), torch 2.15.0 CPU, OpenCV 5
 from __future__ import annotations
 
 import sys
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
+from vda_authors import HEAD, small_dinov2  # this folder's: the script's own directory is on sys.path
 
 HERE = Path(__file__).parent
 WEIGHTS = HERE / 'vda_authors.pt'  # the small seeded model of vda_authors.py
 REFERENCE = HERE / 'vda_stream_authors.pt'
-SIZES = dict(embed_dim=32, depth=12, num_heads=2, mlp_ratio=2)  # as vda_authors.py
-HEAD = dict(encoder='vits', features=32, out_channels=[32, 32, 32, 32])
 VIDEO = (46, 28, 42, 3)  # frames, height, width, channels (uint8)
 
 
@@ -42,13 +40,7 @@ def main(repo: Path) -> None:
     sys.path.insert(0, str(repo))
     from video_depth_anything import dinov2, video_depth_stream
 
-    def small_dinov2(model_name):
-        return dinov2.DinoVisionTransformer(
-            img_size=518, patch_size=14, init_values=1.0, ffn_layer='mlp', block_chunks=0, num_register_tokens=0,
-            interpolate_antialias=False, interpolate_offset=0.1,
-            block_fn=partial(dinov2.Block, attn_class=dinov2.MemEffAttention), **SIZES)
-
-    video_depth_stream.DINOv2 = small_dinov2
+    video_depth_stream.DINOv2 = small_dinov2(dinov2)  # the small model of vda_authors.py, its weights loaded below
     model = video_depth_stream.VideoDepthAnything(**HEAD).eval()
     model.load_state_dict(torch.load(WEIGHTS, weights_only=True)['state'], strict=True)
     frames = torch.randint(0, 256, VIDEO, generator=torch.Generator().manual_seed(11), dtype=torch.uint8).numpy()
