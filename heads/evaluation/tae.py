@@ -47,6 +47,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..io.pointcloud import check_intrinsics
+
 #: The benchmark's floor on disparity and depth, and the lower bound of a valid ground truth (metres).
 MIN_DEPTH = 1e-3
 #: Added to the ground truth before it is inverted into the disparity that the alignment fits.
@@ -78,14 +80,11 @@ def _maps(x, name: str, n: int | None = None, shape: tuple | None = None) -> np.
     return x
 
 
-def _intrinsics(k: np.ndarray, name: str) -> tuple[float, float, float, float]:
-    """``fx, fy, cx, cy`` of a 3x3 pinhole matrix without skew."""
-    if k.shape != (3, 3) or not np.isfinite(k).all():
-        raise ValueError(f"{name} must be a finite 3x3 camera matrix [[fx, 0, cx], [0, fy, cy], [0, 0, 1]], "
-                         f"got {k.tolist()}")
-    if k[0, 0] <= 0 or k[1, 1] <= 0 or k[0, 1] != 0:
-        raise ValueError(f"{name}: fx = {k[0, 0]:g}, fy = {k[1, 1]:g} must be positive and the skew K[0, 1] = "
-                         f"{k[0, 1]:g} zero (the projection has no skew)")
+def _intrinsics(k, name: str) -> tuple[float, float, float, float]:
+    """``fx, fy, cx, cy`` of a pinhole camera matrix (:func:`heads.io.pointcloud.check_intrinsics`) without skew."""
+    k = check_intrinsics(k, name)
+    if k[0, 1] != 0:
+        raise ValueError(f"{name}: the skew K[0, 1] = {k[0, 1]:g} must be zero (the projection has no skew)")
     return float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2])
 
 
@@ -129,7 +128,7 @@ def project_depth(depth: np.ndarray, relative_pose: np.ndarray, intrinsics) -> n
     ``relative_pose`` '4 4' (source camera -> target camera, ``T_target^-1 @ T_source`` of camera-to-world poses) and
     splatted at its rounded pixel (module docstring); 0 where no point lands."""
     depth = np.asarray(depth, dtype=np.float64)
-    fx, fy, cx, cy = _intrinsics(np.asarray(intrinsics, dtype=np.float64), 'intrinsics')
+    fx, fy, cx, cy = _intrinsics(intrinsics, 'intrinsics')
     relative_pose = np.asarray(relative_pose, dtype=np.float64)
     h, w = depth.shape
     v, u = np.mgrid[0:h, 0:w].astype(np.float64)
