@@ -75,15 +75,18 @@ def predictions(cfg, checkpoint: str, paths: list[str]) -> tuple[list[np.ndarray
 
 
 def accuracy(preds: list[np.ndarray], gts: list[np.ndarray], relative: bool, max_depth: float) -> dict:
-    """AbsRel and delta1 after one alignment over the sequence (module docstring)."""
+    """AbsRel and delta1 after one alignment over the sequence (module docstring), as DepthMetric scores an image."""
+    import torch
+
+    from heads.evaluation.metrics import DepthMetric
     from heads.evaluation.temporal import align_sequence, depth_of
     scored = [np.where(gt < max_depth, gt, 0.0) for gt in gts]
     aligned = align_sequence(preds, scored, 'scale_shift_disparity' if relative else 'median')
     depth = np.concatenate([depth_of(a, relative).ravel() for a in aligned])
     gt = np.concatenate([g.ravel() for g in scored])
     mask = (gt > 0) & (depth > 0)
-    d, g = depth[mask], gt[mask]
-    return {'abs_rel': float(np.mean(np.abs(d - g) / g)), 'd1': float(np.mean(np.maximum(d / g, g / d) < 1.25))}
+    metrics = DepthMetric.image_metrics(torch.from_numpy(depth[mask]), torch.from_numpy(gt[mask]))
+    return {'abs_rel': metrics['abs_rel'], 'd1': metrics['d1']}
 
 
 def measure(name: str, config: str, checkpoint: str, infos: list[dict], cfg, args) -> dict:
